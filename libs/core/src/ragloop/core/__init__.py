@@ -1,0 +1,1 @@
+"""ragloop's shared core: domain types, stage interfaces, settings, logging, gRPC, models."""

@@ -1,0 +1,129 @@
+"""Domain types shared by every stage. Plain dataclasses: no gRPC, no Milvus, no model client."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Document:
+    """A passage (chunk) of a source document."""
+
+    id: str
+    text: str
+    source: str
+    score: float = 0.0
+    metadata: dict[str, Any] = field(default_factory=dict)
+    chunk_index: int = 0
+
+
+@dataclass(frozen=True)
+class Grade:
+    """A grader's verdict on one document for one question."""
+
+    document_id: str
+    relevant: bool
+    confidence: float
+    reasoning: str
+
+
+@dataclass(frozen=True)
+class GradedDocument:
+    document: Document
+    grade: Grade
+
+
+@dataclass(frozen=True)
+class RewriteAttempt:
+    query: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ModelUsage:
+    """What model calls cost; summed over the calls of one stage invocation."""
+
+    model: str = ""
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def __add__(self, other: ModelUsage) -> ModelUsage:
+        return ModelUsage(
+            model=self.model or other.model,
+            calls=self.calls + other.calls,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+        )
+
+
+@dataclass(frozen=True)
+class RetrievalResult:
+    documents: list[Document]
+    total_found: int
+    embedding_model: str = ""
+
+
+@dataclass(frozen=True)
+class GradingResult:
+    grades: list[Grade]
+    usage: ModelUsage = field(default_factory=ModelUsage)
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    query: str
+    reason: str
+    keywords: list[str] = field(default_factory=list)
+    usage: ModelUsage = field(default_factory=ModelUsage)
+
+
+@dataclass(frozen=True)
+class Citation:
+    number: int
+    document_id: str
+    source: str
+    quote: str
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    citations: list[Citation]
+    grounded: bool
+    usage: ModelUsage = field(default_factory=ModelUsage)
+
+
+@dataclass(frozen=True)
+class SourceDocument:
+    """A whole document to ingest."""
+
+    source: str
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class IngestedSource:
+    source: str
+    chunk_count: int
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    collection: str
+    sources: list[IngestedSource]
+
+    @property
+    def chunks_written(self) -> int:
+        return sum(s.chunk_count for s in self.sources)
+
+
+@dataclass(frozen=True)
+class CollectionInfo:
+    name: str
+    exists: bool
+    chunk_count: int = 0
+    embedding_model: str = ""
+    dimension: int = 0

@@ -1,0 +1,1 @@
+"""gRPC edge code shared by every service: server bootstrap, error mapping, proto conversion."""

@@ -1,0 +1,253 @@
+"""Proto ⇄ domain conversion, written once for servicers and clients alike."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.protobuf import json_format, struct_pb2
+
+from ragloop.core.domain import (
+    Answer,
+    Citation,
+    CollectionInfo,
+    Document,
+    Grade,
+    GradedDocument,
+    GradingResult,
+    IngestedSource,
+    IngestResult,
+    ModelUsage,
+    RetrievalResult,
+    Rewrite,
+    RewriteAttempt,
+    SourceDocument,
+)
+from ragloop.v1 import (
+    common_pb2,
+    generator_pb2,
+    grader_pb2,
+    retriever_pb2,
+    rewriter_pb2,
+)
+
+
+def struct_from_dict(data: dict[str, Any]) -> struct_pb2.Struct:
+    message = struct_pb2.Struct()
+    if data:
+        message.update(data)
+    return message
+
+
+def dict_from_struct(message: struct_pb2.Struct) -> dict[str, Any]:
+    return json_format.MessageToDict(message)
+
+
+def document_to_proto(doc: Document) -> common_pb2.Document:
+    return common_pb2.Document(
+        id=doc.id,
+        text=doc.text,
+        source=doc.source,
+        score=doc.score,
+        metadata=struct_from_dict(doc.metadata),
+        chunk_index=doc.chunk_index,
+    )
+
+
+def document_from_proto(message: common_pb2.Document) -> Document:
+    return Document(
+        id=message.id,
+        text=message.text,
+        source=message.source,
+        score=message.score,
+        metadata=dict_from_struct(message.metadata),
+        chunk_index=message.chunk_index,
+    )
+
+
+def grade_to_proto(grade: Grade) -> common_pb2.Grade:
+    verdict = common_pb2.VERDICT_RELEVANT if grade.relevant else common_pb2.VERDICT_NOT_RELEVANT
+    return common_pb2.Grade(
+        document_id=grade.document_id,
+        verdict=verdict,
+        confidence=grade.confidence,
+        reasoning=grade.reasoning,
+    )
+
+
+def grade_from_proto(message: common_pb2.Grade) -> Grade:
+    return Grade(
+        document_id=message.document_id,
+        relevant=message.verdict == common_pb2.VERDICT_RELEVANT,
+        confidence=message.confidence,
+        reasoning=message.reasoning,
+    )
+
+
+def usage_to_proto(usage: ModelUsage) -> common_pb2.ModelUsage:
+    return common_pb2.ModelUsage(
+        model=usage.model,
+        calls=usage.calls,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+    )
+
+
+def usage_from_proto(message: common_pb2.ModelUsage) -> ModelUsage:
+    return ModelUsage(
+        model=message.model,
+        calls=message.calls,
+        prompt_tokens=message.prompt_tokens,
+        completion_tokens=message.completion_tokens,
+    )
+
+
+# --- retriever -------------------------------------------------------------------------------
+
+
+def retrieval_to_proto(result: RetrievalResult) -> retriever_pb2.RetrieveResponse:
+    return retriever_pb2.RetrieveResponse(
+        documents=[document_to_proto(d) for d in result.documents],
+        total_found=result.total_found,
+        embedding_model=result.embedding_model,
+    )
+
+
+def retrieval_from_proto(message: retriever_pb2.RetrieveResponse) -> RetrievalResult:
+    return RetrievalResult(
+        documents=[document_from_proto(d) for d in message.documents],
+        total_found=message.total_found,
+        embedding_model=message.embedding_model,
+    )
+
+
+def source_document_to_proto(doc: SourceDocument) -> retriever_pb2.SourceDocument:
+    return retriever_pb2.SourceDocument(
+        source=doc.source, text=doc.text, metadata=struct_from_dict(doc.metadata)
+    )
+
+
+def source_document_from_proto(message: retriever_pb2.SourceDocument) -> SourceDocument:
+    return SourceDocument(
+        source=message.source, text=message.text, metadata=dict_from_struct(message.metadata)
+    )
+
+
+def ingest_result_to_proto(result: IngestResult) -> retriever_pb2.IngestDocumentsResponse:
+    return retriever_pb2.IngestDocumentsResponse(
+        sources=[
+            retriever_pb2.IngestedSource(source=s.source, chunk_count=s.chunk_count)
+            for s in result.sources
+        ],
+        chunks_written=result.chunks_written,
+        collection=result.collection,
+    )
+
+
+def ingest_result_from_proto(message: retriever_pb2.IngestDocumentsResponse) -> IngestResult:
+    return IngestResult(
+        collection=message.collection,
+        sources=[IngestedSource(s.source, s.chunk_count) for s in message.sources],
+    )
+
+
+def collection_info_to_proto(info: CollectionInfo) -> retriever_pb2.DescribeCollectionResponse:
+    return retriever_pb2.DescribeCollectionResponse(
+        collection=info.name,
+        exists=info.exists,
+        chunk_count=info.chunk_count,
+        embedding_model=info.embedding_model,
+        dimension=info.dimension,
+    )
+
+
+def collection_info_from_proto(message: retriever_pb2.DescribeCollectionResponse) -> CollectionInfo:
+    return CollectionInfo(
+        name=message.collection,
+        exists=message.exists,
+        chunk_count=message.chunk_count,
+        embedding_model=message.embedding_model,
+        dimension=message.dimension,
+    )
+
+
+# --- grader ----------------------------------------------------------------------------------
+
+
+def grading_to_proto(result: GradingResult) -> grader_pb2.GradeDocumentsResponse:
+    return grader_pb2.GradeDocumentsResponse(
+        grades=[grade_to_proto(g) for g in result.grades], usage=usage_to_proto(result.usage)
+    )
+
+
+def grading_from_proto(message: grader_pb2.GradeDocumentsResponse) -> GradingResult:
+    return GradingResult(
+        grades=[grade_from_proto(g) for g in message.grades],
+        usage=usage_from_proto(message.usage),
+    )
+
+
+# --- rewriter --------------------------------------------------------------------------------
+
+
+def graded_document_to_proto(graded: GradedDocument) -> common_pb2.GradedDocument:
+    return common_pb2.GradedDocument(
+        document=document_to_proto(graded.document), grade=grade_to_proto(graded.grade)
+    )
+
+
+def graded_document_from_proto(message: common_pb2.GradedDocument) -> GradedDocument:
+    return GradedDocument(
+        document=document_from_proto(message.document), grade=grade_from_proto(message.grade)
+    )
+
+
+def attempt_to_proto(attempt: RewriteAttempt) -> common_pb2.RewriteAttempt:
+    return common_pb2.RewriteAttempt(query=attempt.query, reason=attempt.reason)
+
+
+def attempt_from_proto(message: common_pb2.RewriteAttempt) -> RewriteAttempt:
+    return RewriteAttempt(query=message.query, reason=message.reason)
+
+
+def rewrite_to_proto(rewrite: Rewrite) -> rewriter_pb2.RewriteQueryResponse:
+    return rewriter_pb2.RewriteQueryResponse(
+        rewritten_query=rewrite.query,
+        reason=rewrite.reason,
+        keywords=rewrite.keywords,
+        usage=usage_to_proto(rewrite.usage),
+    )
+
+
+def rewrite_from_proto(message: rewriter_pb2.RewriteQueryResponse) -> Rewrite:
+    return Rewrite(
+        query=message.rewritten_query,
+        reason=message.reason,
+        keywords=list(message.keywords),
+        usage=usage_from_proto(message.usage),
+    )
+
+
+# --- generator -------------------------------------------------------------------------------
+
+
+def answer_to_proto(answer: Answer) -> generator_pb2.GenerateAnswerResponse:
+    return generator_pb2.GenerateAnswerResponse(
+        answer=answer.text,
+        citations=[
+            generator_pb2.Citation(
+                number=c.number, document_id=c.document_id, source=c.source, quote=c.quote
+            )
+            for c in answer.citations
+        ],
+        grounded=answer.grounded,
+        usage=usage_to_proto(answer.usage),
+    )
+
+
+def answer_from_proto(message: generator_pb2.GenerateAnswerResponse) -> Answer:
+    return Answer(
+        text=message.answer,
+        citations=[Citation(c.number, c.document_id, c.source, c.quote) for c in message.citations],
+        grounded=message.grounded,
+        usage=usage_from_proto(message.usage),
+    )

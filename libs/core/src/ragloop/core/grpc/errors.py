@@ -1,0 +1,71 @@
+"""Map stage errors to gRPC status codes in servicers, and codes back to errors in clients."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+
+from ragloop.core.errors import (
+    ConfigurationError,
+    DependencyTimeout,
+    DependencyUnavailable,
+    InvalidInput,
+)
+
+log = logging.getLogger(__name__)
+R = TypeVar("R")
+
+_STATUS_OF_ERROR: list[tuple[type[Exception], grpc.StatusCode]] = [
+    (InvalidInput, grpc.StatusCode.INVALID_ARGUMENT),
+    (DependencyTimeout, grpc.StatusCode.DEADLINE_EXCEEDED),
+    (DependencyUnavailable, grpc.StatusCode.UNAVAILABLE),
+    (ConfigurationError, grpc.StatusCode.FAILED_PRECONDITION),
+]
+
+
+def status_for(exc: Exception) -> grpc.StatusCode:
+    for error_type, code in _STATUS_OF_ERROR:
+        if isinstance(exc, error_type):
+            return code
+    return grpc.StatusCode.INTERNAL
+
+
+def maps_errors(
+    method: Callable[..., Awaitable[R]],
+) -> Callable[..., Awaitable[R]]:
+    """Decorate an async servicer method so that stage errors become proper status codes."""
+
+    @functools.wraps(method)
+    async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> R:
+        try:
+            return await method(self, request, context)
+        except Exception as exc:
+            if isinstance(exc, grpc.aio.AbortError):
+                raise
+            code = status_for(exc)
+            if code is grpc.StatusCode.INTERNAL:
+                log.exception("unexpected error in %s", method.__qualname__)
+                await context.abort(code, f"internal error in {method.__qualname__}")
+            log.warning("%s failed: %s", method.__qualname__, exc, extra={"grpc_code": code.name})
+            await context.abort(code, str(exc))
+            raise  # unreachable: abort raises
+
+    return wrapper
+
+
+_ERROR_OF_STATUS: dict[grpc.StatusCode, type[Exception]] = {
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidInput,
+    grpc.StatusCode.DEADLINE_EXCEEDED: DependencyTimeout,
+    grpc.StatusCode.UNAVAILABLE: DependencyUnavailable,
+    grpc.StatusCode.FAILED_PRECONDITION: ConfigurationError,
+}
+
+
+def error_from_rpc(exc: grpc.aio.AioRpcError, stage: str) -> Exception:
+    """Turn a failed call to ``stage`` back into the stage error it stands for."""
+    error_type = _ERROR_OF_STATUS.get(exc.code(), DependencyUnavailable)
+    return error_type(f"{stage}: {exc.details() or exc.code().name}")

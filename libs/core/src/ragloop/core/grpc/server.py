@@ -1,0 +1,98 @@
+"""Async gRPC server bootstrap: health (grpc.health.v1), reflection, graceful SIGTERM shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from ragloop.core.logging import configure_logging
+from ragloop.core.settings import CommonSettings
+
+log = logging.getLogger(__name__)
+
+Registrar = Callable[[grpc.aio.Server], None]
+
+
+@dataclass
+class ServiceSpec:
+    """What a stage process serves: its gRPC registrations and the full names of its services."""
+
+    name: str
+    register: Registrar
+    service_names: Sequence[str]
+    on_shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+
+@dataclass
+class RunningServer:
+    server: grpc.aio.Server
+    port: int
+    health: health.aio.HealthServicer
+    spec: ServiceSpec
+
+    async def stop(self, grace: float) -> None:
+        await self.health.enter_graceful_shutdown()
+        await self.server.stop(grace)
+        for hook in self.spec.on_shutdown:
+            await hook()
+
+
+MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+
+
+async def start_server(spec: ServiceSpec, *, host: str, port: int) -> RunningServer:
+    """Start serving ``spec`` on host:port (port 0 picks a free one) and mark it SERVING."""
+    server = grpc.aio.server(
+        options=[
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+        ]
+    )
+    spec.register(server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        [*spec.service_names, health.SERVICE_NAME, reflection.SERVICE_NAME], server
+    )
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        raise OSError(f"{spec.name}: cannot listen on {host}:{port}")
+    await server.start()
+    for name in ["", *spec.service_names]:
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    log.info("%s listening", spec.name, extra={"address": f"{host}:{bound}"})
+    return RunningServer(server, bound, health_servicer, spec)
+
+
+async def serve_until_signalled(spec: ServiceSpec, *, host: str, port: int, grace: float) -> None:
+    """Run until SIGTERM or SIGINT, then stop accepting calls and let in-flight ones finish."""
+    running = await start_server(spec, host=host, port=port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("%s shutting down", spec.name, extra={"grace_s": grace})
+    await running.stop(grace)
+
+
+def run_service(
+    build: Callable[[], ServiceSpec], *, service: str, settings: CommonSettings, port: int
+) -> None:
+    """Entry point body shared by every stage: logging, then serve until signalled."""
+    configure_logging(service, settings.log_level, json_format=settings.log_json)
+
+    async def main() -> None:
+        spec = build()  # inside the event loop: aio objects bind to it
+        await serve_until_signalled(
+            spec, host=settings.bind_host, port=port, grace=settings.shutdown_grace_s
+        )
+
+    asyncio.run(main())

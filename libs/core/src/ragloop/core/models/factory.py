@@ -1,0 +1,46 @@
+"""Build model providers from provider-qualified names such as ``ollama:qwen2.5:7b-instruct``."""
+
+from __future__ import annotations
+
+from ragloop.core.errors import ConfigurationError
+from ragloop.core.models.chat import ChatModel, LlamaCppChatModel, OllamaChatModel
+from ragloop.core.models.embeddings import Embedder, OllamaEmbedder, OnnxMiniLMEmbedder
+
+LOCAL_EMBEDDING_MODELS = {"all-minilm-l6-v2"}
+
+
+def parse_model_ref(ref: str) -> tuple[str, str]:
+    """Split ``provider:model`` at the first colon (model names may hold colons themselves)."""
+    provider, sep, model = ref.partition(":")
+    if not sep or not provider or not model:
+        raise ConfigurationError(
+            f"model {ref!r} is not provider-qualified; expected e.g. 'ollama:nomic-embed-text'"
+        )
+    return provider.lower(), model
+
+
+def make_embedder(ref: str, *, ollama_url: str, ollama_keep_alive_s: int = 600) -> Embedder:
+    provider, model = parse_model_ref(ref)
+    if provider == "local":
+        if model not in LOCAL_EMBEDDING_MODELS:
+            raise ConfigurationError(
+                f"unknown local embedding model {model!r}; "
+                f"available: {sorted(LOCAL_EMBEDDING_MODELS)}"
+            )
+        return OnnxMiniLMEmbedder(ref)
+    if provider == "ollama":
+        return OllamaEmbedder(ref, model, base_url=ollama_url, keep_alive_s=ollama_keep_alive_s)
+    raise ConfigurationError(f"unknown embedding provider {provider!r} in {ref!r} (local, ollama)")
+
+
+def make_chat_model(
+    ref: str, *, llamacpp_url: str, ollama_url: str, ollama_keep_alive_s: int, timeout_s: float
+) -> ChatModel:
+    provider, model = parse_model_ref(ref)
+    if provider == "llamacpp":
+        return LlamaCppChatModel(ref, base_url=llamacpp_url, timeout_s=timeout_s)
+    if provider == "ollama":
+        return OllamaChatModel(
+            ref, model, base_url=ollama_url, keep_alive_s=ollama_keep_alive_s, timeout_s=timeout_s
+        )
+    raise ConfigurationError(f"unknown chat provider {provider!r} in {ref!r} (llamacpp, ollama)")

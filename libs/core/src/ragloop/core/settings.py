@@ -1,0 +1,61 @@
+"""Settings shared by every service. Each service extends these in its own ``settings.py``.
+
+All values come from environment variables prefixed ``RAGLOOP_`` (e.g. ``RAGLOOP_LOG_LEVEL``),
+read when a settings object is created — never at import time.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+if TYPE_CHECKING:
+    from ragloop.core.models.chat import ChatModel
+
+
+class CommonSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RAGLOOP_", extra="ignore")
+
+    log_level: str = Field("INFO", description="Log level of every service.")
+    log_json: bool = Field(True, description="Log one JSON object per line (false: plain text).")
+    bind_host: str = Field(
+        "127.0.0.1", description="Address services listen on; 0.0.0.0 inside containers."
+    )
+    shutdown_grace_s: float = Field(
+        5.0, gt=0, description="Seconds in-flight calls get to finish on SIGTERM."
+    )
+
+
+class ModelProviderSettings(CommonSettings):
+    """Settings of the services that call a model (retriever, grader, rewriter, generator)."""
+
+    ollama_url: str = Field("http://127.0.0.1:11434", description="Base URL of the Ollama server.")
+    ollama_keep_alive_s: int = Field(
+        600, ge=-1, description="Seconds Ollama keeps a model loaded after a call (-1: forever)."
+    )
+
+
+class ChatModelSettings(ModelProviderSettings):
+    """Settings of the services that call a chat model (grader, rewriter, generator)."""
+
+    chat_model: str = Field(
+        "llamacpp:qwen2.5-coder-1.5b-instruct",
+        description="Provider-qualified chat model: `llamacpp:NAME` or `ollama:NAME`.",
+    )
+    llamacpp_url: str = Field(
+        "http://127.0.0.1:8090", description="Base URL of llama.cpp's OpenAI-compatible server."
+    )
+    model_timeout_s: float = Field(120.0, gt=0, description="Timeout of one chat model call.")
+
+    def make_chat_model(self) -> ChatModel:
+        from ragloop.core.models import make_chat_model
+
+        return make_chat_model(
+            self.chat_model,
+            llamacpp_url=self.llamacpp_url,
+            ollama_url=self.ollama_url,
+            ollama_keep_alive_s=self.ollama_keep_alive_s,
+            timeout_s=self.model_timeout_s,
+        )

@@ -1,0 +1,40 @@
+from ragloop.v1 import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class GenerateAnswerRequest(_message.Message):
+    __slots__ = ("question", "documents")
+    QUESTION_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
+    question: str
+    documents: _containers.RepeatedCompositeFieldContainer[_common_pb2.Document]
+    def __init__(self, question: _Optional[str] = ..., documents: _Optional[_Iterable[_Union[_common_pb2.Document, _Mapping]]] = ...) -> None: ...
+
+class Citation(_message.Message):
+    __slots__ = ("number", "document_id", "source", "quote")
+    NUMBER_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    QUOTE_FIELD_NUMBER: _ClassVar[int]
+    number: int
+    document_id: str
+    source: str
+    quote: str
+    def __init__(self, number: _Optional[int] = ..., document_id: _Optional[str] = ..., source: _Optional[str] = ..., quote: _Optional[str] = ...) -> None: ...
+
+class GenerateAnswerResponse(_message.Message):
+    __slots__ = ("answer", "citations", "grounded", "usage")
+    ANSWER_FIELD_NUMBER: _ClassVar[int]
+    CITATIONS_FIELD_NUMBER: _ClassVar[int]
+    GROUNDED_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    answer: str
+    citations: _containers.RepeatedCompositeFieldContainer[Citation]
+    grounded: bool
+    usage: _common_pb2.ModelUsage
+    def __init__(self, answer: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ..., grounded: _Optional[bool] = ..., usage: _Optional[_Union[_common_pb2.ModelUsage, _Mapping]] = ...) -> None: ...

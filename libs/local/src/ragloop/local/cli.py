@@ -1,0 +1,112 @@
+"""``ragloop-local``: run the whole service set on this machine (what ``make run`` calls)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from ragloop.local.launcher import Stack, StackConfig
+from ragloop.local.models import QWEN_CODER_1_5B, ensure_model
+from ragloop.local.processes import StartupError
+
+EXAMPLE_QUESTION = "Which process owns the Milvus Lite data directory, and why?"
+
+
+def config_from_env() -> StackConfig:
+    def port(name: str, default: int) -> int:
+        return int(os.environ.get(name, default))
+
+    return StackConfig(
+        http_port=port("RAGLOOP_HTTP_PORT", 8000),
+        model_port=port("RAGLOOP_MODEL_PORT", 8090),
+        retriever_port=port("RAGLOOP_RETRIEVER_PORT", 50051),
+        grader_port=port("RAGLOOP_GRADER_PORT", 50052),
+        rewriter_port=port("RAGLOOP_REWRITER_PORT", 50053),
+        generator_port=port("RAGLOOP_GENERATOR_PORT", 50054),
+        data_dir=Path(os.environ.get("RAGLOOP_DATA_DIR", "data")),
+        models_dir=Path(os.environ.get("RAGLOOP_MODELS_DIR", ".models")),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    config = config_from_env()
+    stack = Stack(config)
+    stopping = False
+
+    def request_stop(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    started = time.monotonic()
+    print(
+        "starting model server, retriever, grader, rewriter, generator, orchestrator …", flush=True
+    )
+    try:
+        stack.start()
+        print(f"all services ready in {time.monotonic() - started:.1f}s (logs: {config.log_dir}/)")
+        if not args.no_ingest:
+            existing = stack.collection_chunk_count()
+            if existing:
+                print(
+                    f"collection already holds {existing} chunks; not ingesting the sample corpus"
+                )
+            else:
+                clock = time.monotonic()
+                chunks = stack.ingest_directory(Path(args.corpus))
+                print(
+                    f"ingested {args.corpus}/ ({chunks} chunks) in {time.monotonic() - clock:.1f}s"
+                )
+    except StartupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        stack.stop()
+        return 1
+    print(
+        f"\nragloop is answering at {config.base_url}  (OpenAPI docs: {config.base_url}/docs)\n"
+        f"try:\n  curl -s {config.base_url}/v1/query -H 'content-type: application/json' \\\n"
+        f'    -d \'{{"query": "{EXAMPLE_QUESTION}"}}\'\n\nCtrl-C stops everything.',
+        flush=True,
+    )
+    exit_code = 0
+    while not stopping:
+        dead = stack.unexpected_exits()
+        if dead:
+            names = ", ".join(child.name for child in dead)
+            print(f"error: {names} exited; stopping (see {config.log_dir}/)", file=sys.stderr)
+            exit_code = 1
+            break
+        time.sleep(0.5)
+    print("stopping …", flush=True)
+    stack.stop()
+    print("stopped.")
+    return exit_code
+
+
+def install_models(args: argparse.Namespace) -> int:
+    path = ensure_model(QWEN_CODER_1_5B, config_from_env().models_dir)
+    print(f"chat model ready: {path}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    parser = argparse.ArgumentParser(prog="ragloop-local", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    run_parser = commands.add_parser("run", help="run every service on 127.0.0.1 until Ctrl-C")
+    run_parser.add_argument("--no-ingest", action="store_true", help="skip the sample corpus")
+    run_parser.add_argument("--corpus", default="docs", help="folder ingested when empty")
+    run_parser.set_defaults(handler=run)
+    models_parser = commands.add_parser("install-models", help="join and verify the chat model")
+    models_parser.set_defaults(handler=install_models)
+    args = parser.parse_args(argv)
+    return int(args.handler(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""Start child processes, wait for them to become ready, and stop them cleanly."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class StartupError(RuntimeError):
+    pass
+
+
+def port_is_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class ChildProcess:
+    name: str
+    command: list[str]
+    log_path: Path
+    env: dict[str, str] = field(default_factory=dict)
+    process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            self.command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, **self.env},
+            start_new_session=True,  # Ctrl-C reaches the launcher only; it stops children in order
+        )
+        log.close()
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def wait_until(self, ready: Callable[[], bool], *, timeout_s: float) -> None:
+        """Poll ``ready`` until it holds; fail fast if the process dies, or after ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not self.running:
+                raise StartupError(
+                    f"{self.name} exited during startup (see {self.log_path}):\n{self.log_tail()}"
+                )
+            if ready():
+                return
+            time.sleep(0.25)
+        raise StartupError(f"{self.name} not ready after {timeout_s:.0f}s (see {self.log_path})")
+
+    def signal_stop(self) -> None:
+        if self.running and self.process is not None:
+            self.process.send_signal(signal.SIGTERM)
+
+    def wait_stopped(self, timeout_s: float) -> None:
+        if self.process is None:
+            return
+        try:
+            self.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=5)

@@ -1,0 +1,40 @@
+"""``python -m ragloop.generator``: serve the generator over gRPC."""
+
+from __future__ import annotations
+
+from ragloop.core.grpc.server import ServiceSpec, run_service
+from ragloop.generator.servicer import GeneratorServicer
+from ragloop.generator.settings import GeneratorSettings
+from ragloop.generator.stage import ModelGenerator
+from ragloop.v1 import generator_pb2, generator_pb2_grpc
+
+
+def build_spec(settings: GeneratorSettings) -> ServiceSpec:
+    model = settings.make_chat_model()
+    stage = ModelGenerator(
+        model,
+        max_tokens=settings.generator_max_tokens,
+        max_documents=settings.generator_max_documents,
+    )
+    return ServiceSpec(
+        name="generator",
+        register=lambda server: generator_pb2_grpc.add_GeneratorServiceServicer_to_server(
+            GeneratorServicer(stage), server
+        ),
+        service_names=[generator_pb2.DESCRIPTOR.services_by_name["GeneratorService"].full_name],
+        on_shutdown=[model.aclose],
+    )
+
+
+def main() -> None:
+    settings = GeneratorSettings()
+    run_service(
+        lambda: build_spec(settings),
+        service="generator",
+        settings=settings,
+        port=settings.generator_port,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,22 @@
+"""gRPC face of the generator."""
+
+from __future__ import annotations
+
+import grpc
+
+from ragloop.core.grpc import convert
+from ragloop.core.grpc.errors import maps_errors
+from ragloop.generator.stage import ModelGenerator
+from ragloop.v1 import generator_pb2, generator_pb2_grpc
+
+
+class GeneratorServicer(generator_pb2_grpc.GeneratorServiceServicer):
+    def __init__(self, stage: ModelGenerator) -> None:
+        self._stage = stage
+
+    @maps_errors
+    async def GenerateAnswer(
+        self, request: generator_pb2.GenerateAnswerRequest, context: grpc.aio.ServicerContext
+    ) -> generator_pb2.GenerateAnswerResponse:
+        documents = [convert.document_from_proto(d) for d in request.documents]
+        return convert.answer_to_proto(await self._stage.generate(request.question, documents))

@@ -1,0 +1,37 @@
+"""``python -m ragloop.grader``: serve the grader over gRPC."""
+
+from __future__ import annotations
+
+from ragloop.core.grpc.server import ServiceSpec, run_service
+from ragloop.grader.servicer import GraderServicer
+from ragloop.grader.settings import GraderSettings
+from ragloop.grader.stage import ModelGrader
+from ragloop.v1 import grader_pb2, grader_pb2_grpc
+
+
+def build_spec(settings: GraderSettings) -> ServiceSpec:
+    model = settings.make_chat_model()
+    stage = ModelGrader(
+        model,
+        concurrency=settings.grader_concurrency,
+        max_documents=settings.grader_max_documents,
+    )
+    return ServiceSpec(
+        name="grader",
+        register=lambda server: grader_pb2_grpc.add_GraderServiceServicer_to_server(
+            GraderServicer(stage), server
+        ),
+        service_names=[grader_pb2.DESCRIPTOR.services_by_name["GraderService"].full_name],
+        on_shutdown=[model.aclose],
+    )
+
+
+def main() -> None:
+    settings = GraderSettings()
+    run_service(
+        lambda: build_spec(settings), service="grader", settings=settings, port=settings.grader_port
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,25 @@
+"""``python -m ragloop.orchestrator``: serve the REST API over the four gRPC stages."""
+
+from __future__ import annotations
+
+import uvicorn
+
+from ragloop.core.logging import configure_logging
+from ragloop.orchestrator.api import create_app
+from ragloop.orchestrator.settings import OrchestratorSettings
+
+
+def main() -> None:
+    settings = OrchestratorSettings()
+    configure_logging("orchestrator", settings.log_level, json_format=settings.log_json)
+    uvicorn.run(
+        create_app(settings),
+        host=settings.bind_host,
+        port=settings.http_port,
+        log_config=None,  # keep our JSON logging
+        timeout_graceful_shutdown=int(settings.shutdown_grace_s),
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""gRPC clients of the four stages. Each implements its stage interface, so the loop cannot tell
+them from in-process stages. Every call carries a deadline and the request id."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from ragloop.core import context
+from ragloop.core.domain import (
+    Answer,
+    CollectionInfo,
+    Document,
+    GradedDocument,
+    GradingResult,
+    IngestResult,
+    RetrievalResult,
+    Rewrite,
+    RewriteAttempt,
+    SourceDocument,
+)
+from ragloop.core.grpc import convert
+from ragloop.core.grpc.errors import error_from_rpc
+from ragloop.core.grpc.server import MAX_MESSAGE_BYTES
+from ragloop.v1 import (
+    generator_pb2,
+    generator_pb2_grpc,
+    grader_pb2,
+    grader_pb2_grpc,
+    retriever_pb2,
+    retriever_pb2_grpc,
+    rewriter_pb2,
+    rewriter_pb2_grpc,
+)
+
+R = TypeVar("R")
+
+CHANNEL_OPTIONS = [
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.keepalive_time_ms", 30_000),
+    # Reconnect quickly after a stage restarts instead of backing off for minutes.
+    ("grpc.max_reconnect_backoff_ms", 2_000),
+]
+
+
+def open_channel(address: str) -> grpc.aio.Channel:
+    return grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+
+
+class RemoteStage:
+    """Common part of the stage clients: deadline, request id, error mapping."""
+
+    stage = "stage"
+
+    def __init__(self, channel: grpc.aio.Channel, *, timeout_s: float) -> None:
+        self.channel = channel
+        self.timeout_s = timeout_s
+
+    async def _call(self, method: Callable[..., Awaitable[R]], request: Any) -> R:
+        metadata = (("x-request-id", context.request_id.get()),) if context.request_id.get() else ()
+        try:
+            return await method(request, timeout=self.timeout_s, metadata=metadata)
+        except grpc.aio.AioRpcError as exc:
+            raise error_from_rpc(exc, self.stage) from exc
+
+    async def check_health(self, timeout_s: float = 2.0) -> bool:
+        stub = health_pb2_grpc.HealthStub(self.channel)
+        try:
+            reply = await stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout_s)
+        except grpc.aio.AioRpcError:
+            return False
+        return reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+class RemoteRetriever(RemoteStage):
+    stage = "retriever"
+
+    def __init__(self, channel: grpc.aio.Channel, *, timeout_s: float) -> None:
+        super().__init__(channel, timeout_s=timeout_s)
+        self._stub = retriever_pb2_grpc.RetrieverServiceStub(channel)
+
+    async def retrieve(
+        self, query: str, *, top_k: int, similarity_threshold: float, collection: str = ""
+    ) -> RetrievalResult:
+        request = retriever_pb2.RetrieveRequest(
+            query=query,
+            top_k=top_k,
+            similarity_threshold=similarity_threshold,
+            collection=collection,
+        )
+        return convert.retrieval_from_proto(await self._call(self._stub.Retrieve, request))
+
+    async def ingest(
+        self, documents: list[SourceDocument], *, collection: str = ""
+    ) -> IngestResult:
+        request = retriever_pb2.IngestDocumentsRequest(
+            collection=collection,
+            documents=[convert.source_document_to_proto(d) for d in documents],
+        )
+        return convert.ingest_result_from_proto(
+            await self._call(self._stub.IngestDocuments, request)
+        )
+
+    async def describe(self, collection: str = "") -> CollectionInfo:
+        request = retriever_pb2.DescribeCollectionRequest(collection=collection)
+        reply = await self._call(self._stub.DescribeCollection, request)
+        return convert.collection_info_from_proto(reply)
+
+
+class RemoteGrader(RemoteStage):
+    stage = "grader"
+
+    def __init__(self, channel: grpc.aio.Channel, *, timeout_s: float) -> None:
+        super().__init__(channel, timeout_s=timeout_s)
+        self._stub = grader_pb2_grpc.GraderServiceStub(channel)
+
+    async def grade(self, question: str, documents: list[Document]) -> GradingResult:
+        request = grader_pb2.GradeDocumentsRequest(
+            question=question, documents=[convert.document_to_proto(d) for d in documents]
+        )
+        return convert.grading_from_proto(await self._call(self._stub.GradeDocuments, request))
+
+
+class RemoteRewriter(RemoteStage):
+    stage = "rewriter"
+
+    def __init__(self, channel: grpc.aio.Channel, *, timeout_s: float) -> None:
+        super().__init__(channel, timeout_s=timeout_s)
+        self._stub = rewriter_pb2_grpc.RewriterServiceStub(channel)
+
+    async def rewrite(
+        self,
+        original_query: str,
+        current_query: str,
+        failed: list[GradedDocument],
+        history: list[RewriteAttempt],
+    ) -> Rewrite:
+        request = rewriter_pb2.RewriteQueryRequest(
+            original_query=original_query,
+            current_query=current_query,
+            failed_documents=[convert.graded_document_to_proto(d) for d in failed],
+            history=[convert.attempt_to_proto(a) for a in history],
+        )
+        return convert.rewrite_from_proto(await self._call(self._stub.RewriteQuery, request))
+
+
+class RemoteGenerator(RemoteStage):
+    stage = "generator"
+
+    def __init__(self, channel: grpc.aio.Channel, *, timeout_s: float) -> None:
+        super().__init__(channel, timeout_s=timeout_s)
+        self._stub = generator_pb2_grpc.GeneratorServiceStub(channel)
+
+    async def generate(self, question: str, documents: list[Document]) -> Answer:
+        request = generator_pb2.GenerateAnswerRequest(
+            question=question, documents=[convert.document_to_proto(d) for d in documents]
+        )
+        return convert.answer_from_proto(await self._call(self._stub.GenerateAnswer, request))

@@ -1,0 +1,80 @@
+"""Build the REST response of a query from the loop's result."""
+
+from __future__ import annotations
+
+from ragloop.orchestrator.loop import LoopResult, Outcome
+from ragloop.orchestrator.schemas import (
+    CitationOut,
+    DocumentOut,
+    GradeOut,
+    GraderResultOut,
+    NodeExecutionOut,
+    QueryResponse,
+    QuerySummary,
+    RetrievalOut,
+    RewriteOut,
+    UsageOut,
+    WorkflowOut,
+)
+
+
+def build_query_response(result: LoopResult) -> QueryResponse:
+    usage = result.trace.usage
+    final = result.final_round
+    history = result.trace.rewrite_history
+    return QueryResponse(
+        answer=result.answer.text,
+        grounded=result.answer.grounded,
+        citations=[CitationOut(**vars(c)) for c in result.answer.citations],
+        query=QuerySummary(
+            original=result.original_query,
+            final=result.final_query,
+            was_rewritten=bool(history),
+            rewrite_count=len(history),
+        ),
+        rewrite_history=[RewriteOut(query=a.query, reason=a.reason) for a in history],
+        retrieval=RetrievalOut(
+            total_documents=final.retrieval.total_found,
+            filtered_documents=len(final.retrieval.documents),
+            documents=[
+                DocumentOut(
+                    id=d.id,
+                    source=d.source,
+                    chunk_index=d.chunk_index,
+                    score=round(d.score, 4),
+                    text=d.text,
+                    metadata=d.metadata,
+                )
+                for d in final.retrieval.documents
+            ],
+        ),
+        grader_result=GraderResultOut(
+            pass_rate=round(final.pass_rate, 4),
+            pass_count=final.pass_count,
+            total_count=len(final.retrieval.documents),
+            should_rewrite=result.outcome is not Outcome.PASSED,
+            grades=[
+                GradeOut(
+                    document_id=g.document_id,
+                    relevant=g.relevant,
+                    confidence=round(g.confidence, 3),
+                    reasoning=g.reasoning,
+                )
+                for g in final.grading.grades
+            ],
+        ),
+        workflow=WorkflowOut(
+            outcome=result.outcome.value,
+            decision_path=result.trace.decision_path,
+            node_executions=[
+                NodeExecutionOut(**{**vars(n), "duration_ms": round(n.duration_ms, 1)})
+                for n in result.trace.node_executions
+            ],
+            total_duration_ms=round(result.total_duration_ms, 1),
+            usage=UsageOut(
+                model_calls=usage.calls,
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+            ),
+        ),
+    )

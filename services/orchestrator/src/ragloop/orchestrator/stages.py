@@ -1,0 +1,57 @@
+"""The stages the orchestrator drives: remote ones in production, in-process ones in tests."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from ragloop.core.stages import Generator, Grader, Ingestor, Retriever, Rewriter
+from ragloop.orchestrator.clients import (
+    RemoteGenerator,
+    RemoteGrader,
+    RemoteRetriever,
+    RemoteRewriter,
+    open_channel,
+)
+from ragloop.orchestrator.settings import OrchestratorSettings
+
+HealthCheck = Callable[[], Awaitable[bool]]
+
+
+@dataclass
+class StageSet:
+    retriever: Retriever
+    ingestor: Ingestor
+    grader: Grader
+    rewriter: Rewriter
+    generator: Generator
+    health_checks: dict[str, HealthCheck] = field(default_factory=dict)
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+    async def readiness(self) -> dict[str, bool]:
+        names = list(self.health_checks)
+        results = await asyncio.gather(*(self.health_checks[n]() for n in names))
+        return dict(zip(names, results, strict=True))
+
+    async def close(self) -> None:
+        for close in self.closers:
+            await close()
+
+
+def remote_stages(settings: OrchestratorSettings) -> StageSet:
+    timeout = settings.stage_timeout_s
+    retriever = RemoteRetriever(open_channel(settings.retriever_address), timeout_s=timeout)
+    grader = RemoteGrader(open_channel(settings.grader_address), timeout_s=timeout)
+    rewriter = RemoteRewriter(open_channel(settings.rewriter_address), timeout_s=timeout)
+    generator = RemoteGenerator(open_channel(settings.generator_address), timeout_s=timeout)
+    remotes = [retriever, grader, rewriter, generator]
+    return StageSet(
+        retriever=retriever,
+        ingestor=retriever,
+        grader=grader,
+        rewriter=rewriter,
+        generator=generator,
+        health_checks={r.stage: r.check_health for r in remotes},
+        closers=[lambda r=r: r.channel.close() for r in remotes],
+    )

@@ -1,0 +1,1 @@
+"""ragloop retriever: embeds queries and searches Milvus; chunks, embeds and stores documents."""

@@ -1,0 +1,65 @@
+"""``python -m ragloop.retriever``: serve the retriever over gRPC."""
+
+from __future__ import annotations
+
+import asyncio
+
+from ragloop.core.grpc.server import ServiceSpec, run_service
+from ragloop.core.models import make_embedder
+from ragloop.retriever.servicer import RetrieverServicer
+from ragloop.retriever.settings import RetrieverSettings
+from ragloop.retriever.stage import MilvusRetriever
+from ragloop.retriever.store import MilvusStore
+from ragloop.v1 import retriever_pb2, retriever_pb2_grpc
+
+
+def build_retriever(settings: RetrieverSettings) -> MilvusRetriever:
+    embedder = make_embedder(
+        settings.embedding_model,
+        ollama_url=settings.ollama_url,
+        ollama_keep_alive_s=settings.ollama_keep_alive_s,
+    )
+    store = MilvusStore(
+        settings.milvus_uri,
+        token=settings.milvus_token,
+        model_name=embedder.name,
+        dimension=embedder.dimension,
+    )
+    return MilvusRetriever(
+        store,
+        embedder,
+        default_collection=settings.default_collection,
+        chunk_size=settings.chunk_size,
+        chunk_overlap=settings.chunk_overlap,
+        embedding_batch_size=settings.embedding_batch_size,
+    )
+
+
+def build_spec(settings: RetrieverSettings) -> ServiceSpec:
+    stage = build_retriever(settings)
+
+    async def close() -> None:
+        await asyncio.to_thread(stage.close)
+
+    return ServiceSpec(
+        name="retriever",
+        register=lambda server: retriever_pb2_grpc.add_RetrieverServiceServicer_to_server(
+            RetrieverServicer(stage), server
+        ),
+        service_names=[retriever_pb2.DESCRIPTOR.services_by_name["RetrieverService"].full_name],
+        on_shutdown=[close],
+    )
+
+
+def main() -> None:
+    settings = RetrieverSettings()
+    run_service(
+        lambda: build_spec(settings),
+        service="retriever",
+        settings=settings,
+        port=settings.retriever_port,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+"""gRPC face of the retriever: converts messages and maps errors, nothing more."""
+
+from __future__ import annotations
+
+import grpc
+
+from ragloop.core.grpc import convert
+from ragloop.core.grpc.errors import maps_errors
+from ragloop.retriever.stage import MilvusRetriever
+from ragloop.v1 import retriever_pb2, retriever_pb2_grpc
+
+
+class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
+    def __init__(self, stage: MilvusRetriever) -> None:
+        self._stage = stage
+
+    @maps_errors
+    async def Retrieve(
+        self, request: retriever_pb2.RetrieveRequest, context: grpc.aio.ServicerContext
+    ) -> retriever_pb2.RetrieveResponse:
+        result = await self._stage.retrieve(
+            request.query,
+            top_k=request.top_k,
+            similarity_threshold=request.similarity_threshold,
+            collection=request.collection,
+        )
+        return convert.retrieval_to_proto(result)
+
+    @maps_errors
+    async def IngestDocuments(
+        self, request: retriever_pb2.IngestDocumentsRequest, context: grpc.aio.ServicerContext
+    ) -> retriever_pb2.IngestDocumentsResponse:
+        documents = [convert.source_document_from_proto(d) for d in request.documents]
+        result = await self._stage.ingest(documents, collection=request.collection)
+        return convert.ingest_result_to_proto(result)
+
+    @maps_errors
+    async def DescribeCollection(
+        self, request: retriever_pb2.DescribeCollectionRequest, context: grpc.aio.ServicerContext
+    ) -> retriever_pb2.DescribeCollectionResponse:
+        return convert.collection_info_to_proto(await self._stage.describe(request.collection))

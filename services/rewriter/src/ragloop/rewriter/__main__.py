@@ -1,0 +1,36 @@
+"""``python -m ragloop.rewriter``: serve the rewriter over gRPC."""
+
+from __future__ import annotations
+
+from ragloop.core.grpc.server import ServiceSpec, run_service
+from ragloop.rewriter.servicer import RewriterServicer
+from ragloop.rewriter.settings import RewriterSettings
+from ragloop.rewriter.stage import ModelRewriter
+from ragloop.v1 import rewriter_pb2, rewriter_pb2_grpc
+
+
+def build_spec(settings: RewriterSettings) -> ServiceSpec:
+    model = settings.make_chat_model()
+    stage = ModelRewriter(model)
+    return ServiceSpec(
+        name="rewriter",
+        register=lambda server: rewriter_pb2_grpc.add_RewriterServiceServicer_to_server(
+            RewriterServicer(stage), server
+        ),
+        service_names=[rewriter_pb2.DESCRIPTOR.services_by_name["RewriterService"].full_name],
+        on_shutdown=[model.aclose],
+    )
+
+
+def main() -> None:
+    settings = RewriterSettings()
+    run_service(
+        lambda: build_spec(settings),
+        service="rewriter",
+        settings=settings,
+        port=settings.rewriter_port,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""The rewriter's prompt and reply schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragloop.core.domain import GradedDocument, RewriteAttempt
+from ragloop.core.models import ChatMessage
+
+PROMPT_VERSION = "rewrite-v1"
+EXCERPT_CHARS = 200
+MAX_FAILED_SHOWN = 5
+
+REWRITE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "rewritten_query": {"type": "string", "minLength": 3, "maxLength": 300},
+        "reason": {"type": "string", "maxLength": 200},
+        "keywords": {"type": "array", "items": {"type": "string"}, "maxItems": 5},
+    },
+    "required": ["rewritten_query", "reason", "keywords"],
+    "additionalProperties": False,
+}
+
+SYSTEM = (
+    "You improve search queries for a document search engine. The passages found for the current "
+    "query did not help answer the user's question. Write one new search query that is more "
+    "likely to find passages that answer it: use different words, synonyms, or the technical "
+    "terms such passages would contain. Do not answer the question. Never repeat a query that was "
+    "already tried.\n"
+    'Reply with JSON: "rewritten_query", "reason" (one sentence), "keywords" (up to 5 terms).'
+)
+
+
+def rewrite_messages(
+    original: str,
+    current: str,
+    failed: list[GradedDocument],
+    history: list[RewriteAttempt],
+) -> list[ChatMessage]:
+    tried = [original, *[a.query for a in history]]
+    if current not in tried:
+        tried.append(current)
+    lines = [f"Question: {original}", f"Current query: {current}", "Queries already tried:"]
+    lines += [f"- {q}" for q in tried]
+    if failed:
+        lines.append("Passages found that did not help (with the grader's reason):")
+        for graded in failed[:MAX_FAILED_SHOWN]:
+            excerpt = " ".join(graded.document.text.split())[:EXCERPT_CHARS]
+            lines.append(f"- {excerpt!r} — {graded.grade.reasoning or 'not relevant'}")
+    else:
+        lines.append("No passages were found at all.")
+    return [ChatMessage("system", SYSTEM), ChatMessage("user", "\n".join(lines))]
+
+
+def repeated_query_message(query: str) -> ChatMessage:
+    return ChatMessage(
+        "user", f"The query {query!r} was already tried. Write a different search query."
+    )

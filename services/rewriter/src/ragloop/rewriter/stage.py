@@ -1,0 +1,66 @@
+"""The rewriter stage. No gRPC here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragloop.core.domain import GradedDocument, ModelUsage, Rewrite, RewriteAttempt
+from ragloop.core.errors import InvalidInput
+from ragloop.core.models import ChatMessage, ChatModel
+from ragloop.core.models.structured import complete_structured
+from ragloop.core.text import normalize_query
+from ragloop.rewriter.prompts import REWRITE_SCHEMA, repeated_query_message, rewrite_messages
+
+MAX_QUERY_CHARS = 4000
+
+
+def parse_rewrite(data: dict[str, Any]) -> Rewrite:
+    query = " ".join(str(data["rewritten_query"]).split())
+    if not query:
+        raise ValueError("rewritten_query is empty")
+    keywords = [str(k).strip() for k in data.get("keywords", []) if str(k).strip()]
+    return Rewrite(query=query, reason=str(data.get("reason", "")).strip(), keywords=keywords[:5])
+
+
+class ModelRewriter:
+    """Implements the ``Rewriter`` interface with a chat model.
+
+    A rewrite that repeats a query already tried is asked for once more; if the model repeats
+    itself again the repeated query is returned as is and the loop stops on it (circular rewrite).
+    """
+
+    def __init__(self, model: ChatModel) -> None:
+        self._model = model
+
+    async def rewrite(
+        self,
+        original_query: str,
+        current_query: str,
+        failed: list[GradedDocument],
+        history: list[RewriteAttempt],
+    ) -> Rewrite:
+        original_query = original_query.strip()
+        current_query = current_query.strip() or original_query
+        if not original_query:
+            raise InvalidInput("original_query must not be empty")
+        if len(original_query) > MAX_QUERY_CHARS or len(current_query) > MAX_QUERY_CHARS:
+            raise InvalidInput(f"queries must be at most {MAX_QUERY_CHARS} characters")
+        tried = {normalize_query(q) for q in [original_query, current_query]}
+        tried |= {normalize_query(a.query) for a in history}
+
+        messages: list[ChatMessage] = rewrite_messages(
+            original_query, current_query, failed, history
+        )
+        usage = ModelUsage(model=self._model.name)
+        for _ in range(2):
+            reply = await complete_structured(
+                self._model, messages, schema=REWRITE_SCHEMA, parse=parse_rewrite, max_tokens=160
+            )
+            usage = usage + reply.usage
+            if reply.value is None:
+                reason = f"rewriter reply could not be parsed ({reply.error}); kept the query"
+                return Rewrite(current_query, reason, [], usage)
+            if normalize_query(reply.value.query) not in tried:
+                return Rewrite(reply.value.query, reply.value.reason, reply.value.keywords, usage)
+            messages = [*messages, repeated_query_message(reply.value.query)]
+        return Rewrite(reply.value.query, reply.value.reason, reply.value.keywords, usage)

@@ -1,0 +1,190 @@
+"""Grader, rewriter and generator over real gRPC, each calling the real local chat model."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+
+import grpc
+import pytest
+
+from ragloop.core.grpc.server import ServiceSpec
+from ragloop.core.settings import ChatModelSettings
+from ragloop.generator.__main__ import build_spec as generator_spec
+from ragloop.generator.settings import GeneratorSettings
+from ragloop.grader.__main__ import build_spec as grader_spec
+from ragloop.grader.settings import GraderSettings
+from ragloop.local.processes import free_port
+from ragloop.rewriter.__main__ import build_spec as rewriter_spec
+from ragloop.rewriter.settings import RewriterSettings
+from ragloop.v1 import (
+    common_pb2,
+    generator_pb2,
+    generator_pb2_grpc,
+    grader_pb2,
+    grader_pb2_grpc,
+    rewriter_pb2,
+    rewriter_pb2_grpc,
+)
+from tests.service.grpc_helpers import reflected_services, serving
+
+QUESTION = "How many processes can open a Milvus Lite data directory at the same time?"
+ON_TOPIC = common_pb2.Document(
+    id="storage-0",
+    source="docs/storage.md",
+    text="Only one process may open a Milvus Lite data directory at a time; a second process "
+    "fails with a lock error. In ragloop the retriever owns the data directory.",
+)
+OFF_TOPIC = common_pb2.Document(
+    id="bread-0",
+    source="bread.md",
+    text="Sourdough bread rises thanks to wild yeast and lactic acid bacteria in the starter.",
+)
+
+
+@pytest.fixture
+def serve_stage(llama_url: str) -> Callable[..., AsyncIterator[grpc.aio.Channel]]:
+    def make(
+        build: Callable[[ChatModelSettings], ServiceSpec], settings_type: type, **overrides: object
+    ):
+        settings = settings_type(llamacpp_url=llama_url, **overrides)
+        return serving(build(settings))
+
+    return make
+
+
+async def test_grader_grades_clear_cut_documents(serve_stage) -> None:
+    async with serve_stage(grader_spec, GraderSettings) as channel:
+        stub = grader_pb2_grpc.GraderServiceStub(channel)
+        reply = await stub.GradeDocuments(
+            grader_pb2.GradeDocumentsRequest(question=QUESTION, documents=[ON_TOPIC, OFF_TOPIC])
+        )
+    assert [g.document_id for g in reply.grades] == ["storage-0", "bread-0"]
+    assert [g.verdict for g in reply.grades] == [
+        common_pb2.VERDICT_RELEVANT,
+        common_pb2.VERDICT_NOT_RELEVANT,
+    ]
+    assert all(0.0 <= g.confidence <= 1.0 and g.reasoning for g in reply.grades)
+    assert reply.usage.calls == 2 and reply.usage.prompt_tokens > 0
+    assert reply.usage.model == "llamacpp:qwen2.5-coder-1.5b-instruct"
+
+
+async def test_rewriter_returns_a_new_query(serve_stage) -> None:
+    async with serve_stage(rewriter_spec, RewriterSettings) as channel:
+        stub = rewriter_pb2_grpc.RewriterServiceStub(channel)
+        reply = await stub.RewriteQuery(
+            rewriter_pb2.RewriteQueryRequest(
+                original_query=QUESTION,
+                current_query=QUESTION,
+                failed_documents=[
+                    common_pb2.GradedDocument(
+                        document=OFF_TOPIC,
+                        grade=common_pb2.Grade(
+                            document_id="bread-0",
+                            verdict=common_pb2.VERDICT_NOT_RELEVANT,
+                            reasoning="about bread, not databases",
+                        ),
+                    )
+                ],
+            )
+        )
+    assert reply.rewritten_query.strip()
+    assert reply.rewritten_query.strip().lower() != QUESTION.lower()
+    assert reply.usage.calls >= 1
+
+
+async def test_generator_answers_with_a_citation(serve_stage) -> None:
+    async with serve_stage(generator_spec, GeneratorSettings) as channel:
+        stub = generator_pb2_grpc.GeneratorServiceStub(channel)
+        reply = await stub.GenerateAnswer(
+            generator_pb2.GenerateAnswerRequest(question=QUESTION, documents=[ON_TOPIC])
+        )
+    assert reply.grounded
+    assert "one" in reply.answer.lower()
+    assert [c.document_id for c in reply.citations] == ["storage-0"]
+    assert reply.citations[0].number == 1 and reply.citations[0].quote
+
+
+async def test_generator_with_no_documents_says_so_without_the_model(serve_stage) -> None:
+    async with serve_stage(generator_spec, GeneratorSettings) as channel:
+        stub = generator_pb2_grpc.GeneratorServiceStub(channel)
+        reply = await stub.GenerateAnswer(generator_pb2.GenerateAnswerRequest(question=QUESTION))
+    assert not reply.grounded
+    assert "do not contain" in reply.answer
+    assert reply.usage.calls == 0
+
+
+@pytest.mark.parametrize(
+    ("build", "settings_type", "call"),
+    [
+        (
+            grader_spec,
+            GraderSettings,
+            lambda ch: grader_pb2_grpc.GraderServiceStub(ch).GradeDocuments(
+                grader_pb2.GradeDocumentsRequest(question=" ", documents=[ON_TOPIC])
+            ),
+        ),
+        (
+            grader_spec,
+            GraderSettings,
+            lambda ch: grader_pb2_grpc.GraderServiceStub(ch).GradeDocuments(
+                grader_pb2.GradeDocumentsRequest(
+                    question=QUESTION, documents=[common_pb2.Document(id="x")]
+                )
+            ),
+        ),
+        (
+            rewriter_spec,
+            RewriterSettings,
+            lambda ch: rewriter_pb2_grpc.RewriterServiceStub(ch).RewriteQuery(
+                rewriter_pb2.RewriteQueryRequest(original_query="")
+            ),
+        ),
+        (
+            generator_spec,
+            GeneratorSettings,
+            lambda ch: generator_pb2_grpc.GeneratorServiceStub(ch).GenerateAnswer(
+                generator_pb2.GenerateAnswerRequest(question="", documents=[ON_TOPIC])
+            ),
+        ),
+    ],
+    ids=[
+        "grader-empty-question",
+        "grader-empty-document",
+        "rewriter-empty-query",
+        "generator-empty-question",
+    ],
+)
+async def test_bad_input_is_invalid_argument(serve_stage, build, settings_type, call) -> None:
+    async with serve_stage(build, settings_type) as channel:
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await call(channel)
+    assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert caught.value.details()
+
+
+async def test_a_model_server_that_is_down_is_unavailable() -> None:
+    dead = f"http://127.0.0.1:{free_port()}"
+    async with serving(grader_spec(GraderSettings(llamacpp_url=dead))) as channel:
+        stub = grader_pb2_grpc.GraderServiceStub(channel)
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await stub.GradeDocuments(
+                grader_pb2.GradeDocumentsRequest(question=QUESTION, documents=[ON_TOPIC])
+            )
+    assert caught.value.code() is grpc.StatusCode.UNAVAILABLE
+    assert "unreachable" in caught.value.details()
+
+
+@pytest.mark.parametrize(
+    ("build", "settings_type", "service"),
+    [
+        (grader_spec, GraderSettings, "ragloop.v1.GraderService"),
+        (rewriter_spec, RewriterSettings, "ragloop.v1.RewriterService"),
+        (generator_spec, GeneratorSettings, "ragloop.v1.GeneratorService"),
+    ],
+)
+async def test_reflection_lists_the_stage_and_health(
+    serve_stage, build, settings_type, service: str
+) -> None:
+    async with serve_stage(build, settings_type) as channel:
+        services = await reflected_services(channel)
+    assert {service, "grpc.health.v1.Health"} <= services
