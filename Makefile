@@ -18,7 +18,7 @@ export UV_PYTHON_DOWNLOADS := never
 PYTEST_ARGS ?=
 
 .PHONY: help install models run run-no-ingest test test-unit test-service test-integration \
-        protos check lint format clean
+        protos check settings-docs lint format clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -59,6 +59,9 @@ protos: $(STAMP)  ## regenerate ragloop.v1 stubs from protos/
 
 check: lint  ## lint, format check, and committed stubs in sync with protos
 	$(PY) -m pytest -q tests/unit/test_protos_in_sync.py
+
+settings-docs: $(STAMP)  ## regenerate deploy/.env.example and the README's settings table
+	$(PY) scripts/settings_docs.py
 
 lint: $(STAMP)  ## ruff
 	$(VENV)/bin/ruff check .

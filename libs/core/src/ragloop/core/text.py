@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[`*-])")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(`*-])")
 _NON_WORD = re.compile(r"[^\w\s]")
 _WORD = re.compile(r"[a-z0-9]+")
 

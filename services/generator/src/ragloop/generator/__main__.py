@@ -16,12 +16,11 @@ def build_spec(settings: GeneratorSettings) -> ServiceSpec:
         max_tokens=settings.generator_max_tokens,
         max_documents=settings.generator_max_documents,
     )
-    return ServiceSpec(
-        name="generator",
-        register=lambda server: generator_pb2_grpc.add_GeneratorServiceServicer_to_server(
-            GeneratorServicer(stage), server
-        ),
-        service_names=[generator_pb2.DESCRIPTOR.services_by_name["GeneratorService"].full_name],
+    return ServiceSpec.for_servicer(
+        "generator",
+        GeneratorServicer(stage),
+        generator_pb2_grpc.add_GeneratorServiceServicer_to_server,
+        generator_pb2,
         on_shutdown=[model.aclose],
     )
 

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragloop.core.domain import Answer, Document, ModelUsage
-from ragloop.core.errors import InvalidInput
 from ragloop.core.models import ChatModel
 from ragloop.core.models.structured import complete_structured
 from ragloop.core.text import normalize_query
+from ragloop.core.validation import at_most, required_text
 from ragloop.generator.citations import extract_citations
 from ragloop.generator.prompts import (
     ANSWER_SCHEMA,
@@ -17,8 +17,6 @@ from ragloop.generator.prompts import (
     NO_ANSWER,
     generate_messages,
 )
-
-MAX_QUESTION_CHARS = 4000
 
 
 @dataclass(frozen=True)
@@ -49,15 +47,8 @@ class ModelGenerator:
         self._max_documents = max_documents
 
     async def generate(self, question: str, documents: list[Document]) -> Answer:
-        question = question.strip()
-        if not question:
-            raise InvalidInput("question must not be empty")
-        if len(question) > MAX_QUESTION_CHARS:
-            raise InvalidInput(f"question is longer than {MAX_QUESTION_CHARS} characters")
-        if len(documents) > self._max_documents:
-            raise InvalidInput(
-                f"{len(documents)} documents sent; at most {self._max_documents} per call"
-            )
+        question = required_text(question, "question")
+        at_most(documents, self._max_documents, "documents")
         if not documents:
             # Nothing passed grading: say so rather than let the model invent an answer.
             return Answer(NO_ANSWER, [], grounded=False, usage=ModelUsage(model=self._model.name))
@@ -72,4 +63,5 @@ class ModelGenerator:
         if draft is None or says_no_answer(draft.text):
             return Answer(NO_ANSWER, [], grounded=False, usage=reply.usage)
         citations = extract_citations(draft.text, documents, declared=draft.source_numbers)
-        return Answer(draft.text, citations, grounded=True, usage=reply.usage)
+        # An answer that cites no given passage cannot be checked against the sources.
+        return Answer(draft.text, citations, grounded=bool(citations), usage=reply.usage)

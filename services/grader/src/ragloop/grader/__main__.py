@@ -16,12 +16,11 @@ def build_spec(settings: GraderSettings) -> ServiceSpec:
         concurrency=settings.grader_concurrency,
         max_documents=settings.grader_max_documents,
     )
-    return ServiceSpec(
-        name="grader",
-        register=lambda server: grader_pb2_grpc.add_GraderServiceServicer_to_server(
-            GraderServicer(stage), server
-        ),
-        service_names=[grader_pb2.DESCRIPTOR.services_by_name["GraderService"].full_name],
+    return ServiceSpec.for_servicer(
+        "grader",
+        GraderServicer(stage),
+        grader_pb2_grpc.add_GraderServiceServicer_to_server,
+        grader_pb2,
         on_shutdown=[model.aclose],
     )
 

@@ -9,9 +9,8 @@ from ragloop.core.domain import Document, Grade, GradingResult, ModelUsage
 from ragloop.core.errors import InvalidInput
 from ragloop.core.models import ChatModel
 from ragloop.core.models.structured import complete_structured
+from ragloop.core.validation import at_most, required_text
 from ragloop.grader.prompts import GRADE_SCHEMA, grade_messages
-
-MAX_QUESTION_CHARS = 4000
 
 
 def parse_verdict(document_id: str, data: dict[str, Any]) -> Grade:
@@ -31,15 +30,8 @@ class ModelGrader:
         self._max_documents = max_documents
 
     async def grade(self, question: str, documents: list[Document]) -> GradingResult:
-        question = question.strip()
-        if not question:
-            raise InvalidInput("question must not be empty")
-        if len(question) > MAX_QUESTION_CHARS:
-            raise InvalidInput(f"question is longer than {MAX_QUESTION_CHARS} characters")
-        if len(documents) > self._max_documents:
-            raise InvalidInput(
-                f"{len(documents)} documents sent; at most {self._max_documents} per call"
-            )
+        question = required_text(question, "question")
+        at_most(documents, self._max_documents, "documents")
         for position, doc in enumerate(documents):
             if not doc.id or not doc.text.strip():
                 raise InvalidInput(f"document {position} needs an id and non-empty text")

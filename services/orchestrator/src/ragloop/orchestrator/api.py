@@ -122,6 +122,8 @@ def create_app(
             grade_pass_threshold=_or(body.grade_pass_threshold, settings.grade_pass_threshold),
             collection=body.collection or "",
             budget_s=settings.request_budget_s,
+            generation_reserve_s=settings.generation_reserve_s,
+            max_generation_documents=settings.max_generation_documents,
         )
         try:
             result = await request.app.state.loop.run(body.query, policy)

@@ -48,6 +48,10 @@ class LoopPolicy:
     grade_pass_threshold: float = 0.6
     collection: str = ""
     budget_s: float = 300.0
+    # Generation always gets at least this long, even when the rounds used the budget up, so
+    # that a request out of time still answers from what passed.
+    generation_reserve_s: float = 60.0
+    max_generation_documents: int = 10
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,10 @@ class LoopResult:
     @property
     def final_round(self) -> Round:
         return self.trace.rounds[-1]
+
+
+class GradeCountMismatch(RuntimeError):
+    """The grader broke its contract: one grade per document, in order."""
 
 
 class StageFailure(Exception):
@@ -194,13 +202,11 @@ class _Run:
             round_ = Round(round_number, current, retrieval, grading)
             self.trace.rounds.append(round_)
 
+            limit = min(self.policy.top_k, self.policy.max_generation_documents)
             if round_.pass_rate >= self.policy.grade_pass_threshold:
-                outcome, documents = (
-                    Outcome.PASSED,
-                    [g.document for g in round_.graded if g.grade.relevant],
-                )
+                outcome, documents = Outcome.PASSED, best_passed_documents([round_], limit)
                 break
-            fallback = best_passed_documents(self.trace.rounds, self.policy.top_k)
+            fallback = best_passed_documents(self.trace.rounds, limit)
             if len(self.trace.rewrite_history) >= self.policy.max_rewrite_attempts:
                 outcome, documents = Outcome.MAX_ATTEMPTS, fallback
                 break
@@ -226,6 +232,7 @@ class _Run:
                 "grounded": a.grounded,
             },
             started={"documents": len(documents)},
+            min_timeout_s=self.policy.generation_reserve_s,
         )
         self.trace.usage = self.trace.usage + answer.usage
         return LoopResult(
@@ -271,7 +278,12 @@ class _Run:
         async def grade() -> GradingResult:
             if not documents:  # nothing to grade: no model call, pass rate 0
                 return GradingResult([])
-            return await self.stages.grader.grade(self.original, documents)
+            grading = await self.stages.grader.grade(self.original, documents)
+            if len(grading.grades) != len(documents):
+                raise GradeCountMismatch(
+                    f"grader returned {len(grading.grades)} grades for {len(documents)} documents"
+                )
+            return grading
 
         grading = await self._node(
             "grade",
@@ -283,12 +295,6 @@ class _Run:
             },
         )
         self.trace.usage = self.trace.usage + grading.usage
-        if len(grading.grades) != len(documents):
-            raise self._failure(
-                "grade",
-                "internal",
-                f"grader returned {len(grading.grades)} grades for {len(documents)} documents",
-            )
         return grading
 
     async def _node(
@@ -299,14 +305,16 @@ class _Run:
         summarize: Callable[[T], dict[str, Any]],
         *,
         started: dict[str, Any] | None = None,
+        min_timeout_s: float = 0.0,
     ) -> T:
-        """Run one stage call within the remaining budget, recording it in the trace."""
+        """Run one stage call within the remaining budget (or ``min_timeout_s`` if that is
+        longer), recording it in the trace."""
         self.trace.decision_path.append(node)
         await self._emit(LoopEvent("node_started", node, round_number, started or {}))
         started_at = datetime.now(UTC)
         clock = time.perf_counter()
         try:
-            remaining = self.remaining_s()
+            remaining = max(self.remaining_s(), min_timeout_s)
             if remaining <= 0:
                 raise TimeoutError
             result = await asyncio.wait_for(call(), timeout=remaining)
@@ -351,4 +359,6 @@ def classify_error(exc: Exception, node: str) -> tuple[str, str]:
         return "unavailable", str(exc)
     if isinstance(exc, InvalidInput):
         return "invalid", str(exc)
+    if isinstance(exc, GradeCountMismatch):
+        return "internal", str(exc)
     return "internal", f"{type(exc).__name__}: {exc}"

@@ -23,6 +23,12 @@ class OrchestratorSettings(CommonSettings):
     grade_pass_threshold: float = Field(
         0.6, ge=0, le=1, description="Default share of passages that must pass grading."
     )
+    max_generation_documents: int = Field(
+        10, ge=1, le=20, description="Most passed passages handed to the generator."
+    )
+    generation_reserve_s: float = Field(
+        60.0, gt=0, description="Time generation always gets, even past the request budget."
+    )
     max_ingest_documents: int = Field(100, ge=1, description="Most documents per ingest request.")
     max_document_chars: int = Field(
         2_000_000, ge=1, description="Longest document text accepted for ingestion."

@@ -41,12 +41,11 @@ def build_spec(settings: RetrieverSettings) -> ServiceSpec:
     async def close() -> None:
         await asyncio.to_thread(stage.close)
 
-    return ServiceSpec(
-        name="retriever",
-        register=lambda server: retriever_pb2_grpc.add_RetrieverServiceServicer_to_server(
-            RetrieverServicer(stage), server
-        ),
-        service_names=[retriever_pb2.DESCRIPTOR.services_by_name["RetrieverService"].full_name],
+    return ServiceSpec.for_servicer(
+        "retriever",
+        RetrieverServicer(stage),
+        retriever_pb2_grpc.add_RetrieverServiceServicer_to_server,
+        retriever_pb2,
         on_shutdown=[close],
     )
 

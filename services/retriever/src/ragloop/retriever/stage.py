@@ -19,6 +19,7 @@ from ragloop.core.domain import (
 )
 from ragloop.core.errors import DependencyUnavailable, InvalidInput
 from ragloop.core.models import Embedder
+from ragloop.core.validation import required_text
 from ragloop.retriever.chunking import chunk_text
 from ragloop.retriever.store import MAX_SOURCE_CHARS, ChunkRow, MilvusStore
 
@@ -26,7 +27,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 MAX_TOP_K = 50
-MAX_QUERY_CHARS = 4000
 
 
 def _has_control_characters(value: str) -> bool:
@@ -74,13 +74,7 @@ class MilvusRetriever:
     async def retrieve(
         self, query: str, *, top_k: int, similarity_threshold: float, collection: str = ""
     ) -> RetrievalResult:
-        query = query.strip()
-        if not query:
-            raise InvalidInput("query must not be empty")
-        if len(query) > MAX_QUERY_CHARS:
-            raise InvalidInput(
-                f"query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}"
-            )
+        query = required_text(query, "query")
         if not 1 <= top_k <= MAX_TOP_K:
             raise InvalidInput(f"top_k must be between 1 and {MAX_TOP_K}, got {top_k}")
         if not 0.0 <= similarity_threshold <= 1.0:

@@ -12,12 +12,11 @@ from ragloop.v1 import rewriter_pb2, rewriter_pb2_grpc
 def build_spec(settings: RewriterSettings) -> ServiceSpec:
     model = settings.make_chat_model()
     stage = ModelRewriter(model)
-    return ServiceSpec(
-        name="rewriter",
-        register=lambda server: rewriter_pb2_grpc.add_RewriterServiceServicer_to_server(
-            RewriterServicer(stage), server
-        ),
-        service_names=[rewriter_pb2.DESCRIPTOR.services_by_name["RewriterService"].full_name],
+    return ServiceSpec.for_servicer(
+        "rewriter",
+        RewriterServicer(stage),
+        rewriter_pb2_grpc.add_RewriterServiceServicer_to_server,
+        rewriter_pb2,
         on_shutdown=[model.aclose],
     )
 

@@ -5,13 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from ragloop.core.domain import GradedDocument, ModelUsage, Rewrite, RewriteAttempt
-from ragloop.core.errors import InvalidInput
 from ragloop.core.models import ChatMessage, ChatModel
 from ragloop.core.models.structured import complete_structured
 from ragloop.core.text import normalize_query
+from ragloop.core.validation import required_text
 from ragloop.rewriter.prompts import REWRITE_SCHEMA, repeated_query_message, rewrite_messages
-
-MAX_QUERY_CHARS = 4000
 
 
 def parse_rewrite(data: dict[str, Any]) -> Rewrite:
@@ -39,12 +37,8 @@ class ModelRewriter:
         failed: list[GradedDocument],
         history: list[RewriteAttempt],
     ) -> Rewrite:
-        original_query = original_query.strip()
-        current_query = current_query.strip() or original_query
-        if not original_query:
-            raise InvalidInput("original_query must not be empty")
-        if len(original_query) > MAX_QUERY_CHARS or len(current_query) > MAX_QUERY_CHARS:
-            raise InvalidInput(f"queries must be at most {MAX_QUERY_CHARS} characters")
+        original_query = required_text(original_query, "original_query")
+        current_query = required_text(current_query or original_query, "current_query")
         tried = {normalize_query(q) for q in [original_query, current_query]}
         tried |= {normalize_query(a.query) for a in history}
 

@@ -7,6 +7,8 @@ import logging
 import signal
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -28,6 +30,23 @@ class ServiceSpec:
     register: Registrar
     service_names: Sequence[str]
     on_shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+    @classmethod
+    def for_servicer(
+        cls,
+        name: str,
+        servicer: object,
+        add_to_server: Callable[[Any, grpc.aio.Server], None],
+        proto_module: ModuleType,
+        on_shutdown: Sequence[Callable[[], Awaitable[None]]] = (),
+    ) -> ServiceSpec:
+        """A spec for one servicer; its service names come from the generated ``*_pb2`` module."""
+        return cls(
+            name=name,
+            register=lambda server: add_to_server(servicer, server),
+            service_names=[s.full_name for s in proto_module.DESCRIPTOR.services_by_name.values()],
+            on_shutdown=list(on_shutdown),
+        )
 
 
 @dataclass

@@ -1,0 +1,269 @@
+"""Small, explicit fakes of the four stages and of a chat model, for unit tests of pure logic."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragloop.core.domain import (
+    Answer,
+    Citation,
+    Document,
+    Grade,
+    GradedDocument,
+    GradingResult,
+    ModelUsage,
+    RetrievalResult,
+    Rewrite,
+    RewriteAttempt,
+)
+from ragloop.core.models.chat import ChatMessage, ChatReply
+from ragloop.orchestrator.loop import LoopEvent
+
+
+def doc(doc_id: str, text: str | None = None, *, source: str = "", score: float = 0.5) -> Document:
+    """A document whose text and source default to something derived from its id."""
+    return Document(
+        id=doc_id,
+        text=text if text is not None else f"Passage {doc_id}.",
+        source=source or f"{doc_id}.md",
+        score=score,
+    )
+
+
+# --- stages ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RetrieveCall:
+    query: str
+    top_k: int
+    similarity_threshold: float
+    collection: str
+
+
+class ScriptedRetriever:
+    """Returns the documents scripted for a query (none for an unknown query) and records calls."""
+
+    def __init__(
+        self,
+        results: dict[str, list[Document]],
+        *,
+        total_found: dict[str, int] | None = None,
+    ) -> None:
+        self.results = results
+        self.total_found = total_found or {}
+        self.calls: list[RetrieveCall] = []
+
+    async def retrieve(
+        self, query: str, *, top_k: int, similarity_threshold: float, collection: str = ""
+    ) -> RetrievalResult:
+        self.calls.append(RetrieveCall(query, top_k, similarity_threshold, collection))
+        documents = list(self.results.get(query, []))
+        return RetrievalResult(documents, self.total_found.get(query, len(documents)))
+
+    @property
+    def queries(self) -> list[str]:
+        return [c.query for c in self.calls]
+
+
+class RaisingRetriever:
+    """Raises the given exception on every call."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+        self.calls = 0
+
+    async def retrieve(
+        self, query: str, *, top_k: int, similarity_threshold: float, collection: str = ""
+    ) -> RetrievalResult:
+        self.calls += 1
+        raise self.error
+
+
+class SleepingRetriever:
+    """Sleeps (cooperatively, so it can be cancelled) before returning no documents."""
+
+    def __init__(self, delay_s: float) -> None:
+        self.delay_s = delay_s
+        self.finished = False
+
+    async def retrieve(
+        self, query: str, *, top_k: int, similarity_threshold: float, collection: str = ""
+    ) -> RetrievalResult:
+        await asyncio.sleep(self.delay_s)
+        self.finished = True
+        return RetrievalResult([], 0)
+
+
+@dataclass(frozen=True)
+class GradeCall:
+    question: str
+    document_ids: list[str]
+
+
+class DictGrader:
+    """Verdicts keyed by document id: ``{id: (relevant, confidence)}``; unknown ids fail (0.0)."""
+
+    def __init__(
+        self,
+        verdicts: dict[str, tuple[bool, float]],
+        *,
+        usage: ModelUsage | None = None,
+    ) -> None:
+        self.verdicts = verdicts
+        self.usage = usage or ModelUsage()
+        self.calls: list[GradeCall] = []
+
+    def _grade(self, document: Document) -> Grade:
+        relevant, confidence = self.verdicts.get(document.id, (False, 0.0))
+        reasoning = "relevant" if relevant else f"{document.id} is off topic"
+        return Grade(document.id, relevant, confidence, reasoning)
+
+    async def grade(self, question: str, documents: list[Document]) -> GradingResult:
+        self.calls.append(GradeCall(question, [d.id for d in documents]))
+        return GradingResult([self._grade(d) for d in documents], self.usage)
+
+
+class BlockingDictGrader(DictGrader):
+    """A DictGrader that blocks the event loop (``time.sleep``) before answering.
+
+    A blocking call cannot be interrupted by ``asyncio.wait_for``: it always finishes, however
+    little of the budget was left, which makes "the budget ran out during grading, but grading
+    itself completed" deterministic.
+    """
+
+    def __init__(self, verdicts: dict[str, tuple[bool, float]], *, block_s: float) -> None:
+        super().__init__(verdicts)
+        self.block_s = block_s
+
+    async def grade(self, question: str, documents: list[Document]) -> GradingResult:
+        time.sleep(self.block_s)  # noqa: ASYNC251 - deliberate: must not be cancellable
+        return await super().grade(question, documents)
+
+
+class RaisingGrader:
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+        self.calls = 0
+
+    async def grade(self, question: str, documents: list[Document]) -> GradingResult:
+        self.calls += 1
+        raise self.error
+
+
+class WrongCountGrader:
+    """Returns one grade fewer than the documents it was given."""
+
+    async def grade(self, question: str, documents: list[Document]) -> GradingResult:
+        return GradingResult([Grade(d.id, True, 1.0, "ok") for d in documents[1:]])
+
+
+@dataclass(frozen=True)
+class RewriteCall:
+    original_query: str
+    current_query: str
+    failed: list[GradedDocument]
+    history: list[RewriteAttempt]
+
+
+class ScriptedRewriter:
+    """Returns the scripted queries in order; fails the test if asked for more."""
+
+    def __init__(self, queries: Iterable[str], *, usage: ModelUsage | None = None) -> None:
+        self.queries = list(queries)
+        self.usage = usage or ModelUsage()
+        self.calls: list[RewriteCall] = []
+
+    async def rewrite(
+        self,
+        original_query: str,
+        current_query: str,
+        failed: list[GradedDocument],
+        history: list[RewriteAttempt],
+    ) -> Rewrite:
+        self.calls.append(RewriteCall(original_query, current_query, list(failed), list(history)))
+        if not self.queries:
+            raise AssertionError("ScriptedRewriter called more often than scripted")
+        query = self.queries.pop(0)
+        return Rewrite(query, f"reason for {query}", [], self.usage)
+
+
+@dataclass(frozen=True)
+class GenerateCall:
+    question: str
+    documents: list[Document]
+
+
+class EchoGenerator:
+    """Answers with the ids of the documents it got, citing each; grounded when it got any."""
+
+    def __init__(self, *, usage: ModelUsage | None = None) -> None:
+        self.usage = usage or ModelUsage()
+        self.calls: list[GenerateCall] = []
+
+    async def generate(self, question: str, documents: list[Document]) -> Answer:
+        self.calls.append(GenerateCall(question, list(documents)))
+        text = " ".join(d.id for d in documents) or "nothing"
+        citations = [Citation(n, d.id, d.source, d.text) for n, d in enumerate(documents, start=1)]
+        return Answer(text, citations, grounded=bool(documents), usage=self.usage)
+
+    @property
+    def document_ids(self) -> list[str]:
+        """Ids of the documents of the (single) generate call."""
+        assert len(self.calls) == 1, f"expected one generate call, got {len(self.calls)}"
+        return [d.id for d in self.calls[0].documents]
+
+
+class EventRecorder:
+    """An ``on_event`` sink that keeps every event."""
+
+    def __init__(self) -> None:
+        self.events: list[LoopEvent] = []
+
+    async def __call__(self, event: LoopEvent) -> None:
+        self.events.append(event)
+
+
+# --- chat model --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChatCall:
+    messages: list[ChatMessage]
+    json_schema: dict[str, Any] | None
+    max_tokens: int
+
+    @property
+    def text(self) -> str:
+        """Every message's content, for substring checks."""
+        return "\n".join(m.content for m in self.messages)
+
+
+@dataclass
+class ScriptedChatModel:
+    """Returns queued reply texts in order and records what it was called with."""
+
+    replies: list[str]
+    name: str = "fake:chat"
+    prompt_tokens: int = 10
+    completion_tokens: int = 3
+    calls: list[ChatCall] = field(default_factory=list)
+
+    async def complete(
+        self,
+        messages: list[ChatMessage],
+        *,
+        json_schema: dict[str, Any] | None = None,
+        max_tokens: int = 512,
+    ) -> ChatReply:
+        self.calls.append(ChatCall(list(messages), json_schema, max_tokens))
+        if not self.replies:
+            raise AssertionError("ScriptedChatModel called more often than scripted")
+        return ChatReply(self.replies.pop(0), self.prompt_tokens, self.completion_tokens)
+
+    async def aclose(self) -> None:
+        return None
