@@ -41,6 +41,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     finally:
         stack.stop()
         assert not [c.name for c in children if c.running], "a process survived stop()"
+        # SIGTERM is a graceful shutdown for every ragloop service: exit code 0, not a kill.
+        exit_codes = {c.name: c.process.returncode for c in children if c.name != "model-server"}
+        assert exit_codes == dict.fromkeys(exit_codes, 0), exit_codes
 
 
 def test_answers_from_the_right_document_with_a_citation(stack: Stack) -> None:
