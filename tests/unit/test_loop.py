@@ -525,7 +525,9 @@ async def test_budget_exhausted_between_rounds_answers_from_fallback() -> None:
 
 async def test_many_passed_passages_do_not_exceed_the_generators_limit() -> None:
     documents = [doc(f"d{n}") for n in range(25)]
-    model = ScriptedChatModel([json.dumps({"source_numbers": [1], "answer": "d0 says so [1]."})])
+    model = ScriptedChatModel(
+        [json.dumps({"answerable": True, "sentences": [{"source": 1, "text": "d0 says so."}]})]
+    )
     loop = CorrectiveLoop(
         ScriptedRetriever({"q": documents}),
         DictGrader({d.id: PASS for d in documents}),

@@ -272,13 +272,15 @@ async def test_generator_without_documents_says_so_without_calling_the_model() -
 
 
 async def test_generator_answers_with_citations() -> None:
-    model = ScriptedChatModel([reply(source_numbers=[1], answer="X is Y [1].")])
+    model = ScriptedChatModel(
+        [reply(answerable=True, sentences=[{"source": 1, "text": "X is Y."}])]
+    )
     documents = [doc("d1", "X is Y. Nothing else.", source="x.md"), doc("d2", "Z is W.")]
 
     answer = await ModelGenerator(model).generate("What is X?", documents)
 
     assert answer.grounded is True
-    assert answer.text == "X is Y [1]."
+    assert answer.text == "X is Y. [1]"
     assert answer.citations == [Citation(1, "d1", "x.md", "X is Y.")]
     assert answer.usage == ModelUsage("fake:chat", 1, 10, 3)
     (call,) = model.calls
@@ -292,11 +294,12 @@ async def test_generator_answers_with_citations() -> None:
 @pytest.mark.parametrize(
     "model_reply",
     [
-        reply(source_numbers=[], answer="I don't know."),
-        reply(source_numbers=[], answer="  i DON'T know  "),
-        reply(source_numbers=[1], answer=""),
+        reply(answerable=False, sentences=[]),
+        reply(answerable=False, sentences=[{"source": 1, "text": "Guess."}]),
+        reply(answerable=True, sentences=[]),
+        reply(answerable=True, sentences=[{"source": 1, "text": "   "}]),
     ],
-    ids=["i-dont-know", "i-dont-know-variant", "empty"],
+    ids=["not-answerable", "not-answerable-with-text", "no-sentences", "blank-sentence"],
 )
 async def test_generator_maps_a_non_answer_to_no_answer(model_reply: str) -> None:
     model = ScriptedChatModel([model_reply])
@@ -310,12 +313,20 @@ async def test_generator_maps_a_non_answer_to_no_answer(model_reply: str) -> Non
 
 
 async def test_generator_with_unparseable_replies_gives_no_answer() -> None:
-    model = ScriptedChatModel(["I don't know.", "Still not JSON"])
+    model = ScriptedChatModel(["I don't know.", '{"answerable": "yes", "sentences": []}'])
 
     answer = await ModelGenerator(model).generate("What is X?", [doc("d1")])
 
     assert (answer.text, answer.grounded) == (NO_ANSWER, False)
     assert len(model.calls) == 2
+
+
+async def test_generator_answer_citing_no_given_passage_is_not_grounded() -> None:
+    model = ScriptedChatModel([reply(answerable=True, sentences=[{"source": 5, "text": "X."}])])
+
+    answer = await ModelGenerator(model).generate("What is X?", [doc("d1")])
+
+    assert (answer.text, answer.citations, answer.grounded) == ("X.", [], False)
 
 
 @pytest.mark.parametrize("question", ["", "  \t "])

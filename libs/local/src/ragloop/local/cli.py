@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import signal
@@ -33,6 +34,12 @@ def config_from_env() -> StackConfig:
     )
 
 
+def say(message: str, *, error: bool = False) -> None:
+    """Print, but never let a closed terminal or pipe stop the shutdown that follows."""
+    with contextlib.suppress(OSError):
+        print(message, file=sys.stderr if error else sys.stdout, flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
     config = config_from_env()
     stack = Stack(config)
@@ -44,58 +51,57 @@ def run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGHUP, request_stop)
     started = time.monotonic()
-    print(
-        "starting model server, retriever, grader, rewriter, generator, orchestrator …", flush=True
-    )
+    say("starting model server, retriever, grader, rewriter, generator, orchestrator …")
+    exit_code = 0
     try:
         stack.start()
-        print(f"all services ready in {time.monotonic() - started:.1f}s (logs: {config.log_dir}/)")
+        say(f"all services ready in {time.monotonic() - started:.1f}s (logs: {config.log_dir}/)")
         if not args.no_ingest:
-            existing = stack.collection_chunk_count()
-            if existing:
-                print(
-                    f"collection already holds {existing} chunks; not ingesting the sample corpus"
-                )
-            else:
-                clock = time.monotonic()
-                chunks = stack.ingest_directory(Path(args.corpus))
-                print(
-                    f"ingested {args.corpus}/ ({chunks} chunks) in {time.monotonic() - clock:.1f}s"
-                )
+            ingest_sample_corpus(stack, Path(args.corpus))
+        say(
+            f"\nragloop is answering at {config.base_url}  (OpenAPI docs: {config.base_url}/docs)\n"
+            f"try:\n  curl -s {config.base_url}/v1/query -H 'content-type: application/json' \\\n"
+            f'    -d \'{{"query": "{EXAMPLE_QUESTION}"}}\'\n\nCtrl-C stops everything.'
+        )
+        while not stopping:
+            dead = stack.unexpected_exits()
+            if dead:
+                names = ", ".join(child.name for child in dead)
+                say(f"error: {names} exited; stopping (see {config.log_dir}/)", error=True)
+                exit_code = 1
+                break
+            time.sleep(0.5)
     except StartupError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        say(f"error: {exc}", error=True)
+        exit_code = 1
+    finally:
+        say("stopping …")
         stack.stop()
-        return 1
-    print(
-        f"\nragloop is answering at {config.base_url}  (OpenAPI docs: {config.base_url}/docs)\n"
-        f"try:\n  curl -s {config.base_url}/v1/query -H 'content-type: application/json' \\\n"
-        f'    -d \'{{"query": "{EXAMPLE_QUESTION}"}}\'\n\nCtrl-C stops everything.',
-        flush=True,
-    )
-    exit_code = 0
-    while not stopping:
-        dead = stack.unexpected_exits()
-        if dead:
-            names = ", ".join(child.name for child in dead)
-            print(f"error: {names} exited; stopping (see {config.log_dir}/)", file=sys.stderr)
-            exit_code = 1
-            break
-        time.sleep(0.5)
-    print("stopping …", flush=True)
-    stack.stop()
-    print("stopped.")
+        say("stopped.")
     return exit_code
+
+
+def ingest_sample_corpus(stack: Stack, corpus: Path) -> None:
+    existing = stack.collection_chunk_count()
+    if existing:
+        say(f"collection already holds {existing} chunks; not ingesting the sample corpus")
+        return
+    clock = time.monotonic()
+    chunks = stack.ingest_directory(corpus)
+    say(f"ingested {corpus}/ ({chunks} chunks) in {time.monotonic() - clock:.1f}s")
 
 
 def install_models(args: argparse.Namespace) -> int:
     path = ensure_model(QWEN_CODER_1_5B, config_from_env().models_dir)
-    print(f"chat model ready: {path}")
+    say(f"chat model ready: {path}")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     parser = argparse.ArgumentParser(prog="ragloop-local", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     run_parser = commands.add_parser("run", help="run every service on 127.0.0.1 until Ctrl-C")

@@ -5,37 +5,55 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ragloop.core.domain import Answer, Document, ModelUsage
+from ragloop.core.domain import Answer, Citation, Document, ModelUsage
 from ragloop.core.models import ChatModel
 from ragloop.core.models.structured import complete_structured
-from ragloop.core.text import normalize_query
 from ragloop.core.validation import at_most, required_text
-from ragloop.generator.citations import extract_citations
-from ragloop.generator.prompts import (
-    ANSWER_SCHEMA,
-    MODEL_NO_ANSWER,
-    NO_ANSWER,
-    generate_messages,
-)
+from ragloop.generator.citations import best_quote
+from ragloop.generator.prompts import ANSWER_SCHEMA, NO_ANSWER, generate_messages
+
+
+@dataclass(frozen=True)
+class AnswerSentence:
+    source: int  # 1-based number of the passage, as shown to the model
+    text: str
 
 
 @dataclass(frozen=True)
 class DraftAnswer:
-    source_numbers: list[int]
-    text: str
+    answerable: bool
+    sentences: list[AnswerSentence]
 
 
 def parse_draft(data: dict[str, Any]) -> DraftAnswer:
-    numbers = [int(n) for n in data["source_numbers"]]
-    return DraftAnswer(numbers, str(data["answer"]).strip())
+    answerable = data["answerable"]
+    if not isinstance(answerable, bool):
+        raise TypeError(f"answerable must be a boolean, got {answerable!r}")
+    sentences = [
+        AnswerSentence(int(item["source"]), " ".join(str(item["text"]).split()))
+        for item in data["sentences"]
+    ]
+    return DraftAnswer(answerable, [s for s in sentences if s.text])
 
 
-def says_no_answer(text: str) -> bool:
-    normalized = normalize_query(text)
-    return not normalized or normalized in {
-        normalize_query(MODEL_NO_ANSWER),
-        normalize_query(NO_ANSWER),
-    }
+def compose_answer(draft: DraftAnswer, documents: list[Document]) -> tuple[str, list[Citation]]:
+    """Join the sentences with citation markers; a sentence naming no given passage keeps no
+    marker and cites nothing."""
+    parts: list[str] = []
+    claims: dict[int, list[str]] = {}
+    for sentence in draft.sentences:
+        if 1 <= sentence.source <= len(documents):
+            parts.append(f"{sentence.text} [{sentence.source}]")
+            claims.setdefault(sentence.source, []).append(sentence.text)
+        else:
+            parts.append(sentence.text)
+    citations = []
+    for number, texts in claims.items():
+        doc = documents[number - 1]
+        citations.append(
+            Citation(number, doc.id, doc.source, best_quote(doc.text, " ".join(texts)))
+        )
+    return " ".join(parts), citations
 
 
 class ModelGenerator:
@@ -60,8 +78,8 @@ class ModelGenerator:
             max_tokens=self._max_tokens,
         )
         draft = reply.value
-        if draft is None or says_no_answer(draft.text):
+        if draft is None or not draft.answerable or not draft.sentences:
             return Answer(NO_ANSWER, [], grounded=False, usage=reply.usage)
-        citations = extract_citations(draft.text, documents, declared=draft.source_numbers)
+        text, citations = compose_answer(draft, documents)
         # An answer that cites no given passage cannot be checked against the sources.
-        return Answer(draft.text, citations, grounded=bool(citations), usage=reply.usage)
+        return Answer(text, citations, grounded=bool(citations), usage=reply.usage)
