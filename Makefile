@@ -18,7 +18,7 @@ export UV_PYTHON_DOWNLOADS := never
 PYTEST_ARGS ?=
 
 .PHONY: help install models run run-no-ingest test test-unit test-service test-integration \
-        protos check settings-docs lint format clean
+        bench bench-retrieval protos check settings-docs lint format clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -53,6 +53,11 @@ test-service: models  ## gRPC and REST service tests
 
 test-integration: models  ## the five real processes with real models
 	$(PY) -m pytest tests/integration $(PYTEST_ARGS)
+
+bench: bench-retrieval  ## every benchmark; results in bench/results/ and the README
+
+bench-retrieval: $(STAMP)  ## SciFact nDCG/recall per mode, ingest throughput, search latency (writes bench/results/)
+	$(PY) -m bench.retrieval $(BENCH_ARGS)
 
 protos: $(STAMP)  ## regenerate ragloop.v1 stubs from protos/
 	$(PY) -m ragloop.core.protogen libs/core/src

@@ -88,6 +88,7 @@ async def test_grader_over_ollama_sends_the_schema_as_format(ollama_url: str) ->
         ollama_url=ollama_url,
         ollama_keep_alive_s=300,
         timeout_s=10,
+        ollama_num_ctx=4096,
     )
     result = await ModelGrader(model).grade(
         "Who owns the data directory?", [Document("d1", "The retriever owns it.", "s.md")]
@@ -102,6 +103,7 @@ async def test_grader_over_ollama_sends_the_schema_as_format(ollama_url: str) ->
     assert body["keep_alive"] == 300
     assert body["options"]["temperature"] == 0.0
     assert body["options"]["num_predict"] == 96
+    assert body["options"]["num_ctx"] == 4096
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     assert "<document>\nThe retriever owns it.\n</document>" in body["messages"][1]["content"]
 

@@ -108,6 +108,8 @@ def test_ingest_then_query_an_empty_round_without_rewrites(api: httpx.Client) ->
     body = response.json()
     assert body["grounded"] is False and "do not contain" in body["answer"]
     assert body["citations"] == []
+    assert (body["removed_citations"], body["uncited_sentences"]) == ([], 0)
+    assert body["hallucination_risk"] == 0.0
     assert body["query"] == {
         "original": "What is sourdough?",
         "final": "What is sourdough?",

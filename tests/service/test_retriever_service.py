@@ -9,12 +9,12 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from ragloop.core.grpc.convert import struct_from_dict
 from ragloop.retriever.__main__ import build_spec
 from ragloop.retriever.settings import RetrieverSettings
 from ragloop.retriever.store import MilvusStore
 from ragloop.v1 import retriever_pb2, retriever_pb2_grpc
 from tests.service.grpc_helpers import reflected_services, serving
+from tests.service.retriever_helpers import ingest, retriever_stub, source
 
 CATS = "Cats are small domesticated carnivores. They sleep up to sixteen hours a day."
 MILVUS = "Milvus Lite is an embedded vector database. Only one process may open its data directory."
@@ -22,26 +22,9 @@ BREAD = "Sourdough bread rises thanks to wild yeast and lactic acid bacteria in 
 
 
 @pytest.fixture
-async def stub(tmp_path: Path) -> AsyncIterator[retriever_pb2_grpc.RetrieverServiceStub]:
-    settings = RetrieverSettings(
-        milvus_uri=str(tmp_path / "milvus.db"), chunk_size=200, chunk_overlap=40
-    )
-    async with serving(build_spec(settings)) as channel:
-        yield retriever_pb2_grpc.RetrieverServiceStub(channel)
-
-
-def source(name: str, text: str, **metadata: object) -> retriever_pb2.SourceDocument:
-    return retriever_pb2.SourceDocument(source=name, text=text, metadata=struct_from_dict(metadata))
-
-
-async def ingest(
-    stub: retriever_pb2_grpc.RetrieverServiceStub,
-    *docs: retriever_pb2.SourceDocument,
-    collection: str = "",
-) -> retriever_pb2.IngestDocumentsResponse:
-    return await stub.IngestDocuments(
-        retriever_pb2.IngestDocumentsRequest(collection=collection, documents=list(docs))
-    )
+async def stub(milvus_uri: str) -> AsyncIterator[retriever_pb2_grpc.RetrieverServiceStub]:
+    async with retriever_stub(milvus_uri) as stub:
+        yield stub
 
 
 async def test_ingest_then_retrieve_finds_the_right_source(stub) -> None:
@@ -60,10 +43,12 @@ async def test_ingest_then_retrieve_finds_the_right_source(stub) -> None:
             query="How many processes can open a Milvus Lite data directory?",
             top_k=3,
             similarity_threshold=0.0,
+            mode=retriever_pb2.RETRIEVAL_MODE_DENSE,
         )
     )
     assert found.documents[0].source == "milvus.md"
     assert found.total_found == 3
+    assert found.mode == retriever_pb2.RETRIEVAL_MODE_DENSE
     assert found.embedding_model == "local:all-minilm-l6-v2"
     scores = [d.score for d in found.documents]
     assert scores == sorted(scores, reverse=True)
@@ -124,7 +109,7 @@ async def test_collections_are_separate_and_missing_ones_are_empty(stub) -> None
     [
         (retriever_pb2.RetrieveRequest(query="", top_k=5), "query must not be empty"),
         (retriever_pb2.RetrieveRequest(query="cats", top_k=0), "top_k"),
-        (retriever_pb2.RetrieveRequest(query="cats", top_k=51), "top_k"),
+        (retriever_pb2.RetrieveRequest(query="cats", top_k=101), "top_k"),
         (
             retriever_pb2.RetrieveRequest(query="cats", top_k=5, similarity_threshold=1.5),
             "similarity_threshold",
@@ -159,9 +144,9 @@ async def test_bad_ingest_requests_are_invalid_argument(stub, docs, message: str
 
 
 async def test_a_collection_of_another_dimension_is_refused_with_both_numbers(
-    tmp_path: Path,
+    milvus_uri: str,
 ) -> None:
-    uri = str(tmp_path / "milvus.db")
+    uri = milvus_uri
     other = MilvusStore(uri, model_name="ollama:nomic-embed-text", dimension=768)
     other.replace_source("kb", "x.md", [])  # creates the collection, 768-d
     other.close()

@@ -42,7 +42,10 @@ class RetrieveCall:
     query: str
     top_k: int
     similarity_threshold: float
-    collection: str
+    collection: str = ""
+    mode: str = ""
+    filters: dict[str, Any] | None = None
+    tenant: str = ""
 
 
 class ScriptedRetriever:
@@ -59,9 +62,9 @@ class ScriptedRetriever:
         self.calls: list[RetrieveCall] = []
 
     async def retrieve(
-        self, query: str, *, top_k: int, similarity_threshold: float, collection: str = ""
+        self, query: str, *, top_k: int, similarity_threshold: float, **options: Any
     ) -> RetrievalResult:
-        self.calls.append(RetrieveCall(query, top_k, similarity_threshold, collection))
+        self.calls.append(RetrieveCall(query, top_k, similarity_threshold, **options))
         documents = list(self.results.get(query, []))
         return RetrievalResult(documents, self.total_found.get(query, len(documents)))
 
@@ -78,7 +81,7 @@ class RaisingRetriever:
         self.calls = 0
 
     async def retrieve(
-        self, query: str, *, top_k: int, similarity_threshold: float, collection: str = ""
+        self, query: str, *, top_k: int, similarity_threshold: float, **options: Any
     ) -> RetrievalResult:
         self.calls += 1
         raise self.error
@@ -92,7 +95,7 @@ class SleepingRetriever:
         self.finished = False
 
     async def retrieve(
-        self, query: str, *, top_k: int, similarity_threshold: float, collection: str = ""
+        self, query: str, *, top_k: int, similarity_threshold: float, **options: Any
     ) -> RetrievalResult:
         await asyncio.sleep(self.delay_s)
         self.finished = True

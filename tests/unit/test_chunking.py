@@ -105,3 +105,24 @@ def test_overlong_sentence_between_short_ones_keeps_everything() -> None:
 def test_overlap_not_smaller_than_size_is_rejected(size: int, overlap: int) -> None:
     with pytest.raises(ValueError, match="overlap"):
         chunk_text("Some text.", size=size, overlap=overlap)
+
+
+def test_markdown_sections_are_chunked_apart_and_carry_their_heading() -> None:
+    text = (
+        "# Storage\n\nIntro about storage.\n\n## One owner\n\nOnly one process may open it. "
+        "The retriever owns it.\n\n## Empty\n\n### Deep heading ###\nDeep text."
+    )
+    chunks = chunk_text(text, size=200, overlap=20)
+    assert chunks == [
+        "Storage\nIntro about storage.",
+        "One owner\nOnly one process may open it. The retriever owns it.",
+        "Empty",
+        "Deep heading\nDeep text.",
+    ]
+
+
+def test_a_long_section_repeats_its_heading_in_every_chunk() -> None:
+    body = " ".join(f"Sentence {i} is here." for i in range(40))
+    chunks = chunk_text(f"## Topic\n{body}", size=120, overlap=0)
+    assert len(chunks) > 3
+    assert all(c.startswith("Topic\n") and len(c) <= 120 for c in chunks)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ragloop.core.domain import Citation, Document
-from ragloop.generator.citations import best_quote
-from ragloop.generator.stage import AnswerSentence, DraftAnswer, compose_answer
+from ragloop.generator.citations import best_quote, compose_answer
+from ragloop.generator.draft import AnswerSentence, DraftAnswer
 
 DOCS = [
     Document(
@@ -26,7 +28,7 @@ def draft(*sentences: tuple[int, str]) -> DraftAnswer:
 
 
 def test_each_sentence_gets_its_marker_and_one_citation_per_source() -> None:
-    text, citations = compose_answer(
+    checked = compose_answer(
         draft(
             (1, "Milvus is a vector database."),
             (2, "Ollama runs models locally."),
@@ -34,6 +36,9 @@ def test_each_sentence_gets_its_marker_and_one_citation_per_source() -> None:
         ),
         DOCS,
     )
+    text, citations = checked.text, checked.citations
+    assert (checked.removed_citations, checked.uncited_sentences) == ([], 0)
+    assert checked.hallucination_risk == 0.0
     assert text == (
         "Milvus is a vector database. [1] Ollama runs models locally. [2] Zilliz created it. [1]"
     )
@@ -45,9 +50,38 @@ def test_each_sentence_gets_its_marker_and_one_citation_per_source() -> None:
 
 
 def test_a_sentence_naming_no_given_passage_keeps_no_marker_and_cites_nothing() -> None:
-    text, citations = compose_answer(draft((7, "Invented."), (0, "Also invented.")), DOCS)
-    assert text == "Invented. Also invented."
-    assert citations == []
+    checked = compose_answer(draft((7, "Invented."), (0, "Also invented.")), DOCS)
+    assert checked.text == "Invented. Also invented."
+    assert checked.citations == []
+    assert checked.removed_citations == [7, 0]
+    assert (checked.uncited_sentences, checked.hallucination_risk) == (2, 1.0)
+
+
+def test_a_citation_to_a_passage_that_does_not_exist_is_removed_and_reported() -> None:
+    checked = compose_answer(
+        draft(
+            (1, "Milvus is a vector database [3]."),
+            (5, "Ollama runs models locally [2]."),
+            (9, "Nothing backs this [4]."),
+        ),
+        DOCS,
+    )
+
+    assert checked.text == (
+        "Milvus is a vector database. [1] Ollama runs models locally. [2] Nothing backs this."
+    )
+    assert [c.number for c in checked.citations] == [1, 2]
+    assert checked.removed_citations == [3, 5, 9, 4]
+    assert checked.uncited_sentences == 1
+    assert checked.hallucination_risk == pytest.approx(1 / 3, abs=1e-4)
+
+
+def test_markers_in_the_text_add_valid_citations_once() -> None:
+    checked = compose_answer(draft((1, "Both say so [2][1]."), (2, "[2]")), DOCS)
+
+    assert checked.text == "Both say so. [1] [2]"
+    assert [c.number for c in checked.citations] == [1, 2]
+    assert (checked.removed_citations, checked.uncited_sentences) == ([], 0)
 
 
 def test_quote_is_the_sentence_with_most_shared_words() -> None:

@@ -14,7 +14,13 @@ from ragloop.core.domain import (
     RetrievalResult,
     RewriteAttempt,
 )
-from ragloop.core.errors import DependencyTimeout, DependencyUnavailable, InvalidInput
+from ragloop.core.errors import (
+    ConfigurationError,
+    DependencyTimeout,
+    DependencyUnavailable,
+    InvalidInput,
+    NotFound,
+)
 from ragloop.core.stages import Generator, Grader, Retriever, Rewriter
 from ragloop.generator.stage import ModelGenerator
 from ragloop.orchestrator.loop import (
@@ -34,6 +40,7 @@ from tests.unit.fakes import (
     EventRecorder,
     RaisingGrader,
     RaisingRetriever,
+    RetrieveCall,
     ScriptedChatModel,
     ScriptedRetriever,
     ScriptedRewriter,
@@ -69,7 +76,14 @@ async def test_passes_at_once_and_generates_from_passed_documents_only() -> None
     grader = DictGrader({"a": PASS, "b": (True, 0.7), "c": FAIL})  # 2/3 >= 0.6
     rewriter = ScriptedRewriter([])
     generator = EchoGenerator()
-    policy = LoopPolicy(top_k=4, similarity_threshold=0.42, collection="kb")
+    policy = LoopPolicy(
+        top_k=4,
+        similarity_threshold=0.42,
+        collection="kb",
+        retrieval_mode="sparse",
+        filters={"lang": "en"},
+        tenant="acme",
+    )
 
     result = await make_loop(retriever, grader, rewriter, generator).run("  what is x  ", policy)
 
@@ -86,7 +100,7 @@ async def test_passes_at_once_and_generates_from_passed_documents_only() -> None
     assert nodes(result) == [("retrieve", 1, "ok"), ("grade", 1, "ok"), ("generate", 1, "ok")]
     # The policy reaches the retriever; the grader judges against the question.
     (call,) = retriever.calls
-    assert (call.top_k, call.similarity_threshold, call.collection) == (4, 0.42, "kb")
+    assert call == RetrieveCall("what is x", 4, 0.42, "kb", "sparse", {"lang": "en"}, "acme")
     assert [c.question for c in grader.calls] == ["what is x"]
     assert len(result.trace.rounds) == 1
     assert result.final_round.pass_count == 2
@@ -390,6 +404,8 @@ async def test_retriever_unavailable_is_a_stage_failure_with_trace() -> None:
     [
         (DependencyTimeout("model slow"), "timeout", "model slow"),
         (DependencyUnavailable("model down"), "unavailable", "model down"),
+        (NotFound("no collection"), "not_found", "no collection"),
+        (ConfigurationError("no BM25 field"), "precondition", "no BM25 field"),
         (InvalidInput("bad doc"), "invalid", "bad doc"),
         (RuntimeError("boom"), "internal", "RuntimeError: boom"),
     ],
@@ -583,6 +599,7 @@ async def test_events_come_in_started_finished_pairs_in_order() -> None:
     assert by_node[("node_started", "retrieve", 2)] == {"query": "q2"}
     assert by_node[("node_finished", "retrieve", 2)] == {
         "query": "q2",
+        "mode": "",
         "documents": 1,
         "total_found": 1,
     }

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+# How the retriever searches: embeddings only, BM25 keywords only, or both fused.
+RETRIEVAL_MODES = ("dense", "sparse", "hybrid")
+
 
 @dataclass(frozen=True)
 class Document:
@@ -63,6 +66,7 @@ class RetrievalResult:
     documents: list[Document]
     total_found: int
     embedding_model: str = ""
+    mode: str = ""  # the retrieval mode actually used (one of RETRIEVAL_MODES)
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,10 @@ class Answer:
     citations: list[Citation]
     grounded: bool
     usage: ModelUsage = field(default_factory=ModelUsage)
+    # The citation check after generation:
+    removed_citations: list[int] = field(default_factory=list)  # cited numbers of no given passage
+    uncited_sentences: int = 0  # answer sentences left without a valid citation
+    hallucination_risk: float = 0.0  # uncited_sentences / answer sentences (0 for a refusal)
 
 
 @dataclass(frozen=True)
@@ -121,9 +129,18 @@ class IngestResult:
 
 
 @dataclass(frozen=True)
+class DeletedSource:
+    collection: str
+    source: str
+    chunks_deleted: int
+
+
+@dataclass(frozen=True)
 class CollectionInfo:
     name: str
     exists: bool
     chunk_count: int = 0
     embedding_model: str = ""
     dimension: int = 0
+    full_text: bool = False  # has a BM25 sparse field: sparse and hybrid retrieval work
+    tenants: bool = False  # has the tenant partition-key field

@@ -9,6 +9,10 @@ class InvalidInput(RagloopError, ValueError):
     """The caller sent something unusable (empty query, out-of-range number...)."""
 
 
+class NotFound(RagloopError):
+    """The caller named something that does not exist (a collection, a source)."""
+
+
 class DependencyUnavailable(RagloopError):
     """A dependency (model server, Milvus) cannot be reached or refused the call."""
 

@@ -47,10 +47,27 @@ class ChatModelSettings(ModelProviderSettings):
     llamacpp_url: str = Field(
         "http://127.0.0.1:8090", description="Base URL of llama.cpp's OpenAI-compatible server."
     )
-    model_timeout_s: float = Field(120.0, gt=0, description="Timeout of one chat model call.")
+    model_timeout_s: float = Field(
+        120.0,
+        gt=0,
+        description="Timeout of one chat model call; a call that times out is not retried.",
+    )
+    model_retries: int = Field(
+        2, ge=0, le=10, description="Retries of a chat model call whose connection failed."
+    )
+    model_retry_backoff_s: float = Field(
+        0.5, ge=0, description="Wait before the first retry; doubled for each further retry."
+    )
+    model_retry_max_backoff_s: float = Field(8.0, ge=0, description="Longest wait between retries.")
+    ollama_num_ctx: int = Field(
+        8192,
+        ge=0,
+        description="Context window of the Ollama chat model, in tokens (0: the model's default).",
+    )
 
     def make_chat_model(self) -> ChatModel:
         from ragloop.core.models import make_chat_model
+        from ragloop.core.models.retry import RetryPolicy
 
         return make_chat_model(
             self.chat_model,
@@ -58,4 +75,8 @@ class ChatModelSettings(ModelProviderSettings):
             ollama_url=self.ollama_url,
             ollama_keep_alive_s=self.ollama_keep_alive_s,
             timeout_s=self.model_timeout_s,
+            ollama_num_ctx=self.ollama_num_ctx,
+            retry=RetryPolicy(
+                self.model_retries, self.model_retry_backoff_s, self.model_retry_max_backoff_s
+            ),
         )

@@ -3,11 +3,12 @@ both implement them, so the loop runs unchanged over either."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from ragloop.core.domain import (
     Answer,
     CollectionInfo,
+    DeletedSource,
     Document,
     GradedDocument,
     GradingResult,
@@ -21,16 +22,39 @@ from ragloop.core.domain import (
 
 class Retriever(Protocol):
     async def retrieve(
-        self, query: str, *, top_k: int, similarity_threshold: float, collection: str = ""
-    ) -> RetrievalResult: ...
+        self,
+        query: str,
+        *,
+        top_k: int,
+        similarity_threshold: float,
+        collection: str = "",
+        mode: str = "",
+        filters: dict[str, Any] | None = None,
+        tenant: str = "",
+    ) -> RetrievalResult:
+        """``mode``: one of RETRIEVAL_MODES, "" for the retriever's default. ``filters``: see
+        ``ragloop.core.filters``. ``tenant``: "" is the default tenant."""
+        ...
 
 
 class Ingestor(Protocol):
+    """Ingestion and collection management (the retriever's other face)."""
+
     async def ingest(
-        self, documents: list[SourceDocument], *, collection: str = ""
+        self, documents: list[SourceDocument], *, collection: str = "", tenant: str = ""
     ) -> IngestResult: ...
 
     async def describe(self, collection: str = "") -> CollectionInfo: ...
+
+    async def delete_source(
+        self, source: str, *, collection: str = "", tenant: str = ""
+    ) -> DeletedSource: ...
+
+    async def list_collections(self) -> list[CollectionInfo]: ...
+
+    async def create_collection(self, collection: str) -> CollectionInfo: ...
+
+    async def drop_collection(self, collection: str) -> None: ...
 
 
 class Grader(Protocol):

@@ -28,13 +28,19 @@ class Citation(_message.Message):
     def __init__(self, number: _Optional[int] = ..., document_id: _Optional[str] = ..., source: _Optional[str] = ..., quote: _Optional[str] = ...) -> None: ...
 
 class GenerateAnswerResponse(_message.Message):
-    __slots__ = ("answer", "citations", "grounded", "usage")
+    __slots__ = ("answer", "citations", "grounded", "usage", "removed_citations", "uncited_sentences", "hallucination_risk")
     ANSWER_FIELD_NUMBER: _ClassVar[int]
     CITATIONS_FIELD_NUMBER: _ClassVar[int]
     GROUNDED_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
+    REMOVED_CITATIONS_FIELD_NUMBER: _ClassVar[int]
+    UNCITED_SENTENCES_FIELD_NUMBER: _ClassVar[int]
+    HALLUCINATION_RISK_FIELD_NUMBER: _ClassVar[int]
     answer: str
     citations: _containers.RepeatedCompositeFieldContainer[Citation]
     grounded: bool
     usage: _common_pb2.ModelUsage
-    def __init__(self, answer: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ..., grounded: _Optional[bool] = ..., usage: _Optional[_Union[_common_pb2.ModelUsage, _Mapping]] = ...) -> None: ...
+    removed_citations: _containers.RepeatedScalarFieldContainer[int]
+    uncited_sentences: int
+    hallucination_risk: float
+    def __init__(self, answer: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ..., grounded: _Optional[bool] = ..., usage: _Optional[_Union[_common_pb2.ModelUsage, _Mapping]] = ..., removed_citations: _Optional[_Iterable[int]] = ..., uncited_sentences: _Optional[int] = ..., hallucination_risk: _Optional[float] = ...) -> None: ...

@@ -50,6 +50,26 @@ class RetrieverServiceStub:
                 request_serializer=ragloop_dot_v1_dot_retriever__pb2.DescribeCollectionRequest.SerializeToString,
                 response_deserializer=ragloop_dot_v1_dot_retriever__pb2.DescribeCollectionResponse.FromString,
                 _registered_method=True)
+        self.DeleteSource = channel.unary_unary(
+                '/ragloop.v1.RetrieverService/DeleteSource',
+                request_serializer=ragloop_dot_v1_dot_retriever__pb2.DeleteSourceRequest.SerializeToString,
+                response_deserializer=ragloop_dot_v1_dot_retriever__pb2.DeleteSourceResponse.FromString,
+                _registered_method=True)
+        self.ListCollections = channel.unary_unary(
+                '/ragloop.v1.RetrieverService/ListCollections',
+                request_serializer=ragloop_dot_v1_dot_retriever__pb2.ListCollectionsRequest.SerializeToString,
+                response_deserializer=ragloop_dot_v1_dot_retriever__pb2.ListCollectionsResponse.FromString,
+                _registered_method=True)
+        self.CreateCollection = channel.unary_unary(
+                '/ragloop.v1.RetrieverService/CreateCollection',
+                request_serializer=ragloop_dot_v1_dot_retriever__pb2.CreateCollectionRequest.SerializeToString,
+                response_deserializer=ragloop_dot_v1_dot_retriever__pb2.CreateCollectionResponse.FromString,
+                _registered_method=True)
+        self.DropCollection = channel.unary_unary(
+                '/ragloop.v1.RetrieverService/DropCollection',
+                request_serializer=ragloop_dot_v1_dot_retriever__pb2.DropCollectionRequest.SerializeToString,
+                response_deserializer=ragloop_dot_v1_dot_retriever__pb2.DropCollectionResponse.FromString,
+                _registered_method=True)
 
 
 class RetrieverServiceServicer:
@@ -77,6 +97,34 @@ class RetrieverServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeleteSource(self, request, context):
+        """Deletes every chunk of one source (of one tenant); deleting an absent source deletes 0.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListCollections(self, request, context):
+        """Lists the collections of the Milvus in use, described.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateCollection(self, request, context):
+        """Creates an empty collection for the retriever's embedding model; a no-op if it exists and fits.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DropCollection(self, request, context):
+        """Drops a collection and all its chunks; NOT_FOUND if it does not exist.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RetrieverServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -94,6 +142,26 @@ def add_RetrieverServiceServicer_to_server(servicer, server):
                     servicer.DescribeCollection,
                     request_deserializer=ragloop_dot_v1_dot_retriever__pb2.DescribeCollectionRequest.FromString,
                     response_serializer=ragloop_dot_v1_dot_retriever__pb2.DescribeCollectionResponse.SerializeToString,
+            ),
+            'DeleteSource': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteSource,
+                    request_deserializer=ragloop_dot_v1_dot_retriever__pb2.DeleteSourceRequest.FromString,
+                    response_serializer=ragloop_dot_v1_dot_retriever__pb2.DeleteSourceResponse.SerializeToString,
+            ),
+            'ListCollections': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListCollections,
+                    request_deserializer=ragloop_dot_v1_dot_retriever__pb2.ListCollectionsRequest.FromString,
+                    response_serializer=ragloop_dot_v1_dot_retriever__pb2.ListCollectionsResponse.SerializeToString,
+            ),
+            'CreateCollection': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateCollection,
+                    request_deserializer=ragloop_dot_v1_dot_retriever__pb2.CreateCollectionRequest.FromString,
+                    response_serializer=ragloop_dot_v1_dot_retriever__pb2.CreateCollectionResponse.SerializeToString,
+            ),
+            'DropCollection': grpc.unary_unary_rpc_method_handler(
+                    servicer.DropCollection,
+                    request_deserializer=ragloop_dot_v1_dot_retriever__pb2.DropCollectionRequest.FromString,
+                    response_serializer=ragloop_dot_v1_dot_retriever__pb2.DropCollectionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -178,6 +246,114 @@ class RetrieverService:
             '/ragloop.v1.RetrieverService/DescribeCollection',
             ragloop_dot_v1_dot_retriever__pb2.DescribeCollectionRequest.SerializeToString,
             ragloop_dot_v1_dot_retriever__pb2.DescribeCollectionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteSource(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ragloop.v1.RetrieverService/DeleteSource',
+            ragloop_dot_v1_dot_retriever__pb2.DeleteSourceRequest.SerializeToString,
+            ragloop_dot_v1_dot_retriever__pb2.DeleteSourceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListCollections(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ragloop.v1.RetrieverService/ListCollections',
+            ragloop_dot_v1_dot_retriever__pb2.ListCollectionsRequest.SerializeToString,
+            ragloop_dot_v1_dot_retriever__pb2.ListCollectionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateCollection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ragloop.v1.RetrieverService/CreateCollection',
+            ragloop_dot_v1_dot_retriever__pb2.CreateCollectionRequest.SerializeToString,
+            ragloop_dot_v1_dot_retriever__pb2.CreateCollectionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DropCollection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ragloop.v1.RetrieverService/DropCollection',
+            ragloop_dot_v1_dot_retriever__pb2.DropCollectionRequest.SerializeToString,
+            ragloop_dot_v1_dot_retriever__pb2.DropCollectionResponse.FromString,
             options,
             channel_credentials,
             insecure,

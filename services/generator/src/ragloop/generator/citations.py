@@ -1,8 +1,21 @@
-"""Find the passage sentence that a cited claim rests on."""
+"""The citation check after generation, and the passage sentence a cited claim rests on.
+
+Every answer sentence names the passage it comes from, and the model may also write markers such
+as "[2]" into the sentence text. A number that points to no given passage is removed and reported;
+a sentence left without a valid citation is counted, and the share of such sentences is the
+answer's hallucination risk.
+"""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, field
+
+from ragloop.core.domain import Citation, Document
 from ragloop.core.text import content_words, split_sentences
+from ragloop.generator.draft import DraftAnswer
+
+_MARKER = re.compile(r"\s*\[(\d+)\]")
 
 
 def best_quote(passage: str, claim: str) -> str:
@@ -10,3 +23,45 @@ def best_quote(passage: str, claim: str) -> str:
     claim_words = content_words(claim)
     sentences = split_sentences(passage) or [passage.strip()]
     return max(sentences, key=lambda s: len(content_words(s) & claim_words))
+
+
+@dataclass(frozen=True)
+class CheckedAnswer:
+    text: str
+    citations: list[Citation]
+    removed_citations: list[int] = field(default_factory=list)
+    uncited_sentences: int = 0
+    hallucination_risk: float = 0.0
+
+
+def compose_answer(draft: DraftAnswer, documents: list[Document]) -> CheckedAnswer:
+    """Join the sentences, each followed by its valid citation markers; keep one citation per
+    cited passage, in order of first use, quoting the passage sentence closest to its claims."""
+    parts: list[str] = []
+    claims: dict[int, list[str]] = {}
+    removed: list[int] = []
+    uncited = 0
+    for sentence in draft.sentences:
+        numbers = [sentence.source, *(int(n) for n in _MARKER.findall(sentence.text))]
+        text = _MARKER.sub("", sentence.text).strip()
+        valid: list[int] = []
+        for number in numbers:
+            if 1 <= number <= len(documents):
+                if number not in valid:
+                    valid.append(number)
+            elif number not in removed:
+                removed.append(number)
+        if not text:  # markers only: nothing to cite for
+            continue
+        for number in valid:
+            claims.setdefault(number, []).append(text)
+        uncited += not valid
+        parts.append(" ".join([text, *(f"[{n}]" for n in valid)]))
+    citations = []
+    for number, texts in claims.items():
+        doc = documents[number - 1]
+        citations.append(
+            Citation(number, doc.id, doc.source, best_quote(doc.text, " ".join(texts)))
+        )
+    risk = uncited / len(parts) if parts else 0.0
+    return CheckedAnswer(" ".join(parts), citations, removed, uncited, round(risk, 4))

@@ -2,58 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import logging
 
-from ragloop.core.domain import Answer, Citation, Document, ModelUsage
+from ragloop.core.domain import Answer, Document, ModelUsage
 from ragloop.core.models import ChatModel
 from ragloop.core.models.structured import complete_structured
 from ragloop.core.validation import at_most, required_text
-from ragloop.generator.citations import best_quote
+from ragloop.generator.citations import compose_answer
+from ragloop.generator.draft import parse_draft
 from ragloop.generator.prompts import ANSWER_SCHEMA, NO_ANSWER, generate_messages
 
-
-@dataclass(frozen=True)
-class AnswerSentence:
-    source: int  # 1-based number of the passage, as shown to the model
-    text: str
-
-
-@dataclass(frozen=True)
-class DraftAnswer:
-    answerable: bool
-    sentences: list[AnswerSentence]
-
-
-def parse_draft(data: dict[str, Any]) -> DraftAnswer:
-    answerable = data["answerable"]
-    if not isinstance(answerable, bool):
-        raise TypeError(f"answerable must be a boolean, got {answerable!r}")
-    sentences = [
-        AnswerSentence(int(item["source"]), " ".join(str(item["text"]).split()))
-        for item in data["sentences"]
-    ]
-    return DraftAnswer(answerable, [s for s in sentences if s.text])
-
-
-def compose_answer(draft: DraftAnswer, documents: list[Document]) -> tuple[str, list[Citation]]:
-    """Join the sentences with citation markers; a sentence naming no given passage keeps no
-    marker and cites nothing."""
-    parts: list[str] = []
-    claims: dict[int, list[str]] = {}
-    for sentence in draft.sentences:
-        if 1 <= sentence.source <= len(documents):
-            parts.append(f"{sentence.text} [{sentence.source}]")
-            claims.setdefault(sentence.source, []).append(sentence.text)
-        else:
-            parts.append(sentence.text)
-    citations = []
-    for number, texts in claims.items():
-        doc = documents[number - 1]
-        citations.append(
-            Citation(number, doc.id, doc.source, best_quote(doc.text, " ".join(texts)))
-        )
-    return " ".join(parts), citations
+log = logging.getLogger(__name__)
 
 
 class ModelGenerator:
@@ -80,6 +39,19 @@ class ModelGenerator:
         draft = reply.value
         if draft is None or not draft.answerable or not draft.sentences:
             return Answer(NO_ANSWER, [], grounded=False, usage=reply.usage)
-        text, citations = compose_answer(draft, documents)
-        # An answer that cites no given passage cannot be checked against the sources.
-        return Answer(text, citations, grounded=bool(citations), usage=reply.usage)
+        checked = compose_answer(draft, documents)
+        if checked.removed_citations:
+            log.warning(
+                "citations to no given passage removed",
+                extra={"removed": checked.removed_citations, "passages": len(documents)},
+            )
+        return Answer(
+            checked.text,
+            checked.citations,
+            # An answer that cites no given passage cannot be checked against the sources.
+            grounded=bool(checked.citations),
+            usage=reply.usage,
+            removed_citations=checked.removed_citations,
+            uncited_sentences=checked.uncited_sentences,
+            hallucination_risk=checked.hallucination_risk,
+        )

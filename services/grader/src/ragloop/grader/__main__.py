@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ragloop.core.grpc.server import ServiceSpec, run_service
+from ragloop.grader.cache import GradeCache
 from ragloop.grader.servicer import GraderServicer
 from ragloop.grader.settings import GraderSettings
 from ragloop.grader.stage import ModelGrader
@@ -15,6 +16,10 @@ def build_spec(settings: GraderSettings) -> ServiceSpec:
         model,
         concurrency=settings.grader_concurrency,
         max_documents=settings.grader_max_documents,
+        mode=settings.grader_mode,
+        batch_size=settings.grader_batch_size,
+        cache=GradeCache(settings.grader_cache_size),
+        min_score=settings.grader_min_score,
     )
     return ServiceSpec.for_servicer(
         "grader",

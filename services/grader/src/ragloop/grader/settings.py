@@ -3,11 +3,30 @@ from __future__ import annotations
 from pydantic import Field
 
 from ragloop.core.settings import ChatModelSettings
+from ragloop.grader.stage import GradingMode
 
 
 class GraderSettings(ChatModelSettings):
     grader_port: int = Field(50052, ge=0, le=65535, description="gRPC port of the grader.")
     grader_concurrency: int = Field(
-        1, ge=1, le=32, description="Documents graded at once (match the model server's slots)."
+        1, ge=1, le=32, description="Model calls at once (match the model server's slots)."
     )
     grader_max_documents: int = Field(50, ge=1, description="Most documents accepted per call.")
+    grader_mode: GradingMode = Field(
+        GradingMode.PER_DOCUMENT,
+        description="`per_document` (one model call per passage) or `batched` "
+        "(one call grades up to `RAGLOOP_GRADER_BATCH_SIZE` passages).",
+    )
+    grader_batch_size: int = Field(
+        5, ge=1, le=20, description="Passages per model call in batched mode."
+    )
+    grader_cache_size: int = Field(
+        4096, ge=0, description="Grades kept in the in-memory LRU cache (0: no cache)."
+    )
+    grader_min_score: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="Passages whose retrieval similarity is below this are graded not relevant "
+        "without a model call (0: off).",
+    )

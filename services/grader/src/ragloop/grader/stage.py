@@ -1,33 +1,88 @@
-"""The grader stage: one structured model verdict per document. No gRPC here."""
+"""The grader stage: structured model verdicts, per document or in batches. No gRPC here.
+
+For every document, in this order: a retrieval score below the optional floor grades it not
+relevant without a model call; a cached verdict for the same (question, document, model, prompt
+version) is reused; otherwise the model grades it, alone or with others in a batch. Documents a
+batch reply leaves out (missing, duplicated or malformed verdicts) are graded one by one.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import logging
+from dataclasses import dataclass
+from enum import StrEnum
 
 from ragloop.core.domain import Document, Grade, GradingResult, ModelUsage
 from ragloop.core.errors import InvalidInput
 from ragloop.core.models import ChatModel
 from ragloop.core.models.structured import complete_structured
 from ragloop.core.validation import at_most, required_text
-from ragloop.grader.prompts import GRADE_SCHEMA, grade_messages
+from ragloop.grader.cache import GradeCache, GradeKey
+from ragloop.grader.guard import GuardedText, strip_instructions
+from ragloop.grader.prompts import (
+    GRADE_SCHEMA,
+    PROMPT_VERSION,
+    batch_label,
+    batch_messages,
+    batch_schema,
+    grade_messages,
+)
+from ragloop.grader.verdicts import parse_batch, parse_verdict
+
+log = logging.getLogger(__name__)
+
+GRADE_MAX_TOKENS = 96
+BATCH_MAX_TOKENS_PER_DOCUMENT = 64
+INJECTION_NOTE = "instruction-like text in the document was ignored"
 
 
-def parse_verdict(document_id: str, data: dict[str, Any]) -> Grade:
-    relevant = data["relevant"]
-    if not isinstance(relevant, bool):
-        raise TypeError(f"relevant must be a boolean, got {relevant!r}")
-    confidence = min(1.0, max(0.0, float(data.get("confidence", 0.5))))
-    return Grade(document_id, relevant, confidence, str(data.get("reasoning", "")).strip())
+class GradingMode(StrEnum):
+    PER_DOCUMENT = "per_document"  # one model call per document, up to `concurrency` at once
+    BATCHED = "batched"  # one model call per `batch_size` documents
+
+
+@dataclass
+class GraderCounters:
+    """Plain counters since start (exported as metrics once the service has them)."""
+
+    unparseable: int = 0  # documents graded "not relevant" because no reply parsed
+    batch_fallbacks: int = 0  # documents a batch reply left out, graded one by one
+    prefiltered: int = 0  # documents below the score floor, never sent to the model
+    injections: int = 0  # documents with instruction-like text removed
+
+
+@dataclass(frozen=True)
+class _Pending:
+    position: int
+    doc: Document
+    guarded: GuardedText
 
 
 class ModelGrader:
     """Implements the ``Grader`` interface with a chat model."""
 
-    def __init__(self, model: ChatModel, *, concurrency: int = 1, max_documents: int = 50) -> None:
+    def __init__(
+        self,
+        model: ChatModel,
+        *,
+        concurrency: int = 1,
+        max_documents: int = 50,
+        mode: GradingMode = GradingMode.PER_DOCUMENT,
+        batch_size: int = 5,
+        cache: GradeCache | None = None,
+        min_score: float = 0.0,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
         self._model = model
         self._slots = asyncio.Semaphore(concurrency)
         self._max_documents = max_documents
+        self._mode = GradingMode(mode)
+        self._batch_size = batch_size
+        self._min_score = min_score
+        self.cache = cache if cache is not None else GradeCache(0)
+        self.counters = GraderCounters()
 
     async def grade(self, question: str, documents: list[Document]) -> GradingResult:
         question = required_text(question, "question")
@@ -35,23 +90,109 @@ class ModelGrader:
         for position, doc in enumerate(documents):
             if not doc.id or not doc.text.strip():
                 raise InvalidInput(f"document {position} needs an id and non-empty text")
-        results = await asyncio.gather(*(self._grade_one(question, doc) for doc in documents))
-        usage = ModelUsage(model=self._model.name)
-        for _, call_usage in results:
-            usage = usage + call_usage
-        return GradingResult([grade for grade, _ in results], usage)
 
-    async def _grade_one(self, question: str, doc: Document) -> tuple[Grade, ModelUsage]:
+        grades: dict[int, Grade] = {}
+        pending: list[_Pending] = []
+        for position, doc in enumerate(documents):
+            grade = self._without_model(question, doc)
+            if grade is not None:
+                grades[position] = grade
+                continue
+            guarded = strip_instructions(doc.text)
+            if guarded.flagged:
+                self.counters.injections += 1
+                log.warning("instruction-like text removed", extra={"document_id": doc.id})
+            if not guarded.has_content:
+                grades[position] = Grade(doc.id, False, 1.0, f"only {INJECTION_NOTE}")
+                continue
+            pending.append(_Pending(position, doc, guarded))
+
+        usage = ModelUsage(model=self._model.name)
+        if self._mode is GradingMode.BATCHED and len(pending) > 1:
+            batches = [
+                pending[i : i + self._batch_size] for i in range(0, len(pending), self._batch_size)
+            ]
+            results = await asyncio.gather(*(self._grade_batch(question, b) for b in batches))
+            pending = []
+            for batch_grades, left_out, call_usage in results:
+                grades.update(batch_grades)
+                pending.extend(left_out)
+                usage = usage + call_usage
+            self.counters.batch_fallbacks += len(pending)
+        singles = await asyncio.gather(*(self._grade_one(question, item) for item in pending))
+        for item, (grade, call_usage) in zip(pending, singles, strict=True):
+            grades[item.position] = grade
+            usage = usage + call_usage
+        return GradingResult([grades[p] for p in range(len(documents))], usage)
+
+    def _key(self, question: str, doc: Document) -> GradeKey:
+        return GradeKey.of(question, doc, model=self._model.name, prompt_version=PROMPT_VERSION)
+
+    def _without_model(self, question: str, doc: Document) -> Grade | None:
+        """A grade that needs no model call: below the score floor, or cached."""
+        # A score of exactly 0 means "not from a search" (see Document.score): never filtered.
+        if self._min_score > 0 and doc.score != 0 and doc.score < self._min_score:
+            self.counters.prefiltered += 1
+            reason = (
+                f"retrieval similarity {doc.score:.2f} is below the grader's floor "
+                f"{self._min_score:.2f}; not sent to the model"
+            )
+            return Grade(doc.id, False, 1.0, reason)
+        return self.cache.get(self._key(question, doc))
+
+    def _finish(self, question: str, item: _Pending, grade: Grade) -> Grade:
+        if item.guarded.flagged:
+            reasoning = f"{grade.reasoning} ({INJECTION_NOTE})".strip()
+            grade = Grade(grade.document_id, grade.relevant, grade.confidence, reasoning)
+        self.cache.put(self._key(question, item.doc), grade)
+        return grade
+
+    async def _grade_one(self, question: str, item: _Pending) -> tuple[Grade, ModelUsage]:
+        doc = item.doc
         async with self._slots:
             reply = await complete_structured(
                 self._model,
-                grade_messages(question, doc.text),
+                grade_messages(question, item.guarded.text),
                 schema=GRADE_SCHEMA,
                 parse=lambda data: parse_verdict(doc.id, data),
-                max_tokens=96,
+                max_tokens=GRADE_MAX_TOKENS,
             )
         if reply.value is None:
-            # Unparseable twice: not relevant, and say why (never fail the whole request).
+            # Unparseable twice: not relevant, and say why (never fail the whole request). Not
+            # cached: a later round may get a reply that parses.
+            self.counters.unparseable += 1
             grade = Grade(doc.id, False, 0.0, f"grader reply could not be parsed ({reply.error})")
             return grade, reply.usage
-        return reply.value, reply.usage
+        return self._finish(question, item, reply.value), reply.usage
+
+    async def _grade_batch(
+        self, question: str, batch: list[_Pending]
+    ) -> tuple[dict[int, Grade], list[_Pending], ModelUsage]:
+        """Grades by position for the documents the reply covers, and the ones it left out."""
+        labels = [batch_label(i) for i in range(len(batch))]
+        ids_by_label = {label: item.doc.id for label, item in zip(labels, batch, strict=True)}
+        async with self._slots:
+            reply = await complete_structured(
+                self._model,
+                batch_messages(
+                    question,
+                    [(lbl, it.guarded.text) for lbl, it in zip(labels, batch, strict=True)],
+                ),
+                schema=batch_schema(labels),
+                parse=lambda data: parse_batch(ids_by_label, data),
+                max_tokens=BATCH_MAX_TOKENS_PER_DOCUMENT * len(batch),
+            )
+        by_label = reply.value or {}
+        grades: dict[int, Grade] = {}
+        left_out: list[_Pending] = []
+        for label, item in zip(labels, batch, strict=True):
+            if label in by_label:
+                grades[item.position] = self._finish(question, item, by_label[label])
+            else:
+                left_out.append(item)
+        if left_out:
+            log.info(
+                "batch reply left documents out; grading them one by one",
+                extra={"left_out": len(left_out), "batch": len(batch), "error": reply.error},
+            )
+        return grades, left_out, reply.usage

@@ -11,22 +11,15 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from ragloop.core import context
-from ragloop.core.domain import SourceDocument
-from ragloop.core.errors import RagloopError
-from ragloop.orchestrator.loop import (
-    CorrectiveLoop,
-    LoopPolicy,
-    StageFailure,
-    Trace,
-    classify_error,
+from ragloop.orchestrator.http_errors import (
+    ERROR_RESPONSES,
+    failure_response,
 )
+from ragloop.orchestrator.ingest_api import ingest_router
+from ragloop.orchestrator.knowledge_api import knowledge_router
+from ragloop.orchestrator.loop import CorrectiveLoop, LoopPolicy, StageFailure
 from ragloop.orchestrator.response import build_query_response
 from ragloop.orchestrator.schemas import (
-    ErrorDetail,
-    ErrorResponse,
-    IngestedSourceOut,
-    IngestRequest,
-    IngestResponse,
     QueryRequest,
     QueryResponse,
 )
@@ -34,44 +27,6 @@ from ragloop.orchestrator.settings import OrchestratorSettings
 from ragloop.orchestrator.stages import StageSet, remote_stages
 
 log = logging.getLogger(__name__)
-
-STATUS_OF_FAILURE = {"invalid": 422, "timeout": 504, "unavailable": 503, "internal": 502}
-STAGE_OF_NODE = {
-    "retrieve": "retriever",
-    "grade": "grader",
-    "rewrite": "rewriter",
-    "generate": "generator",
-}
-ERROR_RESPONSES = {
-    422: {"model": ErrorResponse, "description": "Invalid input"},
-    502: {"model": ErrorResponse, "description": "A stage failed unexpectedly"},
-    503: {"model": ErrorResponse, "description": "A stage is unavailable"},
-    504: {"model": ErrorResponse, "description": "A stage or the request's budget timed out"},
-}
-
-
-def error_response(status: int, detail: ErrorDetail, request_id: str) -> JSONResponse:
-    return JSONResponse(
-        ErrorResponse(error=detail).model_dump(),
-        status_code=status,
-        headers={"x-request-id": request_id},
-    )
-
-
-def failure_response(
-    exc: StageFailure | RagloopError, stage: str, trace: Trace | None
-) -> JSONResponse:
-    if isinstance(exc, StageFailure):
-        kind, message, stage = exc.kind, exc.message, STAGE_OF_NODE.get(exc.stage, exc.stage)
-    else:
-        kind, message = classify_error(exc, stage)
-    detail = ErrorDetail(
-        code=f"stage_{kind}" if kind != "invalid" else "invalid_input",
-        message=message,
-        stage=stage,
-        decision_path=trace.decision_path if trace else [],
-    )
-    return error_response(STATUS_OF_FAILURE[kind], detail, context.request_id.get())
 
 
 def create_app(
@@ -84,6 +39,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         stages = make_stages()
+        app.state.settings = settings
         app.state.stages = stages
         app.state.loop = CorrectiveLoop(
             stages.retriever, stages.grader, stages.rewriter, stages.generator
@@ -121,6 +77,9 @@ def create_app(
             max_rewrite_attempts=_or(body.max_rewrite_attempts, settings.max_rewrite_attempts),
             grade_pass_threshold=_or(body.grade_pass_threshold, settings.grade_pass_threshold),
             collection=body.collection or "",
+            retrieval_mode=body.retrieval_mode or "",
+            filters=body.filters,
+            tenant=body.tenant or "",
             budget_s=settings.request_budget_s,
             generation_reserve_s=settings.generation_reserve_s,
             max_generation_documents=settings.max_generation_documents,
@@ -143,38 +102,8 @@ def create_app(
         )
         return build_query_response(result)
 
-    @app.post("/v1/documents", response_model=IngestResponse, responses=ERROR_RESPONSES)
-    async def ingest(body: IngestRequest, request: Request) -> IngestResponse | JSONResponse:
-        """Ingest text documents: chunk, embed and store. Re-ingesting a source replaces it."""
-        if len(body.documents) > settings.max_ingest_documents:
-            detail = ErrorDetail(
-                code="invalid_input",
-                message=f"{len(body.documents)} documents sent; at most "
-                f"{settings.max_ingest_documents} per request",
-            )
-            return error_response(422, detail, context.request_id.get())
-        for position, doc in enumerate(body.documents):
-            if len(doc.text) > settings.max_document_chars:
-                detail = ErrorDetail(
-                    code="invalid_input",
-                    message=f"document {position} ({doc.source!r}) has {len(doc.text)} characters; "
-                    f"at most {settings.max_document_chars}",
-                )
-                return error_response(422, detail, context.request_id.get())
-        documents = [SourceDocument(d.source, d.text, d.metadata) for d in body.documents]
-        stages: StageSet = request.app.state.stages
-        try:
-            result = await stages.ingestor.ingest(documents, collection=body.collection or "")
-        except RagloopError as exc:
-            return failure_response(exc, "retriever", None)
-        return IngestResponse(
-            collection=result.collection,
-            sources=[
-                IngestedSourceOut(source=s.source, chunk_count=s.chunk_count)
-                for s in result.sources
-            ],
-            chunks_written=result.chunks_written,
-        )
+    app.include_router(ingest_router)
+    app.include_router(knowledge_router)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:

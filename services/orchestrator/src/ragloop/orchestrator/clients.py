@@ -13,6 +13,7 @@ from ragloop.core import context
 from ragloop.core.domain import (
     Answer,
     CollectionInfo,
+    DeletedSource,
     Document,
     GradedDocument,
     GradingResult,
@@ -84,22 +85,34 @@ class RemoteRetriever(RemoteStage):
         self._stub = retriever_pb2_grpc.RetrieverServiceStub(channel)
 
     async def retrieve(
-        self, query: str, *, top_k: int, similarity_threshold: float, collection: str = ""
+        self,
+        query: str,
+        *,
+        top_k: int,
+        similarity_threshold: float,
+        collection: str = "",
+        mode: str = "",
+        filters: dict[str, Any] | None = None,
+        tenant: str = "",
     ) -> RetrievalResult:
         request = retriever_pb2.RetrieveRequest(
             query=query,
             top_k=top_k,
             similarity_threshold=similarity_threshold,
             collection=collection,
+            mode=convert.mode_to_proto(mode),
+            filters=convert.struct_from_dict(filters or {}),
+            tenant=tenant,
         )
         return convert.retrieval_from_proto(await self._call(self._stub.Retrieve, request))
 
     async def ingest(
-        self, documents: list[SourceDocument], *, collection: str = ""
+        self, documents: list[SourceDocument], *, collection: str = "", tenant: str = ""
     ) -> IngestResult:
         request = retriever_pb2.IngestDocumentsRequest(
             collection=collection,
             documents=[convert.source_document_to_proto(d) for d in documents],
+            tenant=tenant,
         )
         return convert.ingest_result_from_proto(
             await self._call(self._stub.IngestDocuments, request)
@@ -109,6 +122,28 @@ class RemoteRetriever(RemoteStage):
         request = retriever_pb2.DescribeCollectionRequest(collection=collection)
         reply = await self._call(self._stub.DescribeCollection, request)
         return convert.collection_info_from_proto(reply)
+
+    async def delete_source(
+        self, source: str, *, collection: str = "", tenant: str = ""
+    ) -> DeletedSource:
+        request = retriever_pb2.DeleteSourceRequest(
+            collection=collection, source=source, tenant=tenant
+        )
+        reply = await self._call(self._stub.DeleteSource, request)
+        return convert.deleted_source_from_proto(reply)
+
+    async def list_collections(self) -> list[CollectionInfo]:
+        reply = await self._call(self._stub.ListCollections, retriever_pb2.ListCollectionsRequest())
+        return [convert.collection_info_from_proto(c) for c in reply.collections]
+
+    async def create_collection(self, collection: str) -> CollectionInfo:
+        request = retriever_pb2.CreateCollectionRequest(collection=collection)
+        reply = await self._call(self._stub.CreateCollection, request)
+        return convert.collection_info_from_proto(reply.collection)
+
+    async def drop_collection(self, collection: str) -> None:
+        request = retriever_pb2.DropCollectionRequest(collection=collection)
+        await self._call(self._stub.DropCollection, request)
 
 
 class RemoteGrader(RemoteStage):

@@ -26,7 +26,13 @@ from ragloop.core.domain import (
     Rewrite,
     RewriteAttempt,
 )
-from ragloop.core.errors import DependencyTimeout, DependencyUnavailable, InvalidInput
+from ragloop.core.errors import (
+    ConfigurationError,
+    DependencyTimeout,
+    DependencyUnavailable,
+    InvalidInput,
+    NotFound,
+)
 from ragloop.core.stages import Generator, Grader, Retriever, Rewriter
 from ragloop.core.text import normalize_query
 
@@ -47,6 +53,9 @@ class LoopPolicy:
     max_rewrite_attempts: int = 3
     grade_pass_threshold: float = 0.6
     collection: str = ""
+    retrieval_mode: str = ""  # "" = the retriever's default
+    filters: dict[str, Any] | None = None  # metadata filters (ragloop.core.filters)
+    tenant: str = ""  # "" = the default tenant
     budget_s: float = 300.0
     # Generation always gets at least this long, even when the rounds used the budget up, so
     # that a request out of time still answers from what passed.
@@ -121,7 +130,7 @@ class GradeCountMismatch(RuntimeError):
 class StageFailure(Exception):
     """A stage failed and the request cannot be answered.
 
-    ``kind`` is one of unavailable, timeout, invalid, internal.
+    ``kind`` is one of unavailable, timeout, invalid, not_found, precondition, internal.
     """
 
     def __init__(self, stage: str, kind: str, message: str, trace: Trace) -> None:
@@ -254,8 +263,16 @@ class _Run:
                 top_k=self.policy.top_k,
                 similarity_threshold=self.policy.similarity_threshold,
                 collection=self.policy.collection,
+                mode=self.policy.retrieval_mode,
+                filters=self.policy.filters,
+                tenant=self.policy.tenant,
             ),
-            lambda r: {"query": query, "documents": len(r.documents), "total_found": r.total_found},
+            lambda r: {
+                "query": query,
+                "mode": r.mode,
+                "documents": len(r.documents),
+                "total_found": r.total_found,
+            },
             started={"query": query},
         )
 
@@ -359,6 +376,10 @@ def classify_error(exc: Exception, node: str) -> tuple[str, str]:
         return "unavailable", str(exc)
     if isinstance(exc, InvalidInput):
         return "invalid", str(exc)
+    if isinstance(exc, NotFound):
+        return "not_found", str(exc)
+    if isinstance(exc, ConfigurationError):
+        return "precondition", str(exc)
     if isinstance(exc, GradeCountMismatch):
         return "internal", str(exc)
     return "internal", f"{type(exc).__name__}: {exc}"

@@ -26,6 +26,9 @@ def build_query_response(result: LoopResult) -> QueryResponse:
         answer=result.answer.text,
         grounded=result.answer.grounded,
         citations=[CitationOut(**vars(c)) for c in result.answer.citations],
+        removed_citations=result.answer.removed_citations,
+        uncited_sentences=result.answer.uncited_sentences,
+        hallucination_risk=round(result.answer.hallucination_risk, 4),
         query=QuerySummary(
             original=result.original_query,
             final=result.final_query,

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-COLLECTION_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,254}$"
+from ragloop.core.filters import parse_filters
+from ragloop.core.validation import COLLECTION_PATTERN, TENANT_PATTERN
+
+
+def tenant_field() -> Any:
+    return Field(
+        None,
+        pattern=TENANT_PATTERN,
+        description="Tenant whose chunks are used; omitted means the default tenant.",
+    )
 
 
 class QueryRequest(BaseModel):
@@ -23,6 +32,24 @@ class QueryRequest(BaseModel):
         None, ge=0, le=1, description="Share of passages that must pass grading."
     )
     collection: str | None = Field(None, pattern=COLLECTION_PATTERN, description="Knowledge base.")
+    retrieval_mode: Literal["dense", "sparse", "hybrid"] | None = Field(
+        None,
+        description="dense (embeddings), sparse (BM25 keywords) or hybrid (both, fused); "
+        "omitted means the retriever's default.",
+    )
+    filters: dict[str, Any] | None = Field(
+        None,
+        description='Metadata filters, all of which must hold, e.g. {"lang": "en", '
+        '"year": {"gte": 2020}, "tag": {"in": ["a", "b"]}}; operators eq, in, gt, gte, lt, lte. '
+        "Strings (ISO dates too) compare lexicographically.",
+    )
+    tenant: str | None = tenant_field()
+
+    @field_validator("filters")
+    @classmethod
+    def _valid_filters(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        parse_filters(value)  # raises InvalidInput (a ValueError): a 422 naming `filters`
+        return value
 
 
 class CitationOut(BaseModel):
@@ -101,6 +128,13 @@ class QueryResponse(BaseModel):
     answer: str
     grounded: bool
     citations: list[CitationOut]
+    removed_citations: list[int] = Field(
+        description="Citation numbers the model wrote that point to no given passage; removed."
+    )
+    uncited_sentences: int = Field(description="Answer sentences without a valid citation.")
+    hallucination_risk: float = Field(
+        ge=0, le=1, description="Share of answer sentences without a valid citation."
+    )
     query: QuerySummary
     rewrite_history: list[RewriteOut]
     retrieval: RetrievalOut
@@ -120,6 +154,7 @@ class IngestRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     collection: str | None = Field(None, pattern=COLLECTION_PATTERN)
+    tenant: str | None = tenant_field()
     documents: list[DocumentIn] = Field(..., min_length=1)
 
 
@@ -132,6 +167,41 @@ class IngestResponse(BaseModel):
     collection: str
     sources: list[IngestedSourceOut]
     chunks_written: int
+
+
+class UploadOptions(BaseModel):
+    """The non-file parts of a multipart upload."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    collection: str | None = Field(None, pattern=COLLECTION_PATTERN)
+    tenant: str | None = tenant_field()
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class DeletedSourceOut(BaseModel):
+    collection: str
+    source: str
+    chunks_deleted: int
+
+
+class CollectionIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(..., pattern=COLLECTION_PATTERN, description="Name of the new collection.")
+
+
+class CollectionOut(BaseModel):
+    name: str
+    chunk_count: int
+    embedding_model: str
+    dimension: int
+    full_text: bool = Field(description="Has BM25: sparse and hybrid retrieval work.")
+    tenants: bool = Field(description="Has the tenant (partition key) field.")
+
+
+class CollectionsOut(BaseModel):
+    collections: list[CollectionOut]
 
 
 class ErrorDetail(BaseModel):

@@ -33,3 +33,6 @@ class OrchestratorSettings(CommonSettings):
     max_document_chars: int = Field(
         2_000_000, ge=1, description="Longest document text accepted for ingestion."
     )
+    max_upload_bytes: int = Field(
+        50 * 1024 * 1024, ge=1, description="Largest multipart file upload, all files together."
+    )

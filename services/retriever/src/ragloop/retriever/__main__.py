@@ -6,6 +6,7 @@ import asyncio
 
 from ragloop.core.grpc.server import ServiceSpec, run_service
 from ragloop.core.models import make_embedder
+from ragloop.retriever.search import Fusion
 from ragloop.retriever.servicer import RetrieverServicer
 from ragloop.retriever.settings import RetrieverSettings
 from ragloop.retriever.stage import MilvusRetriever
@@ -24,6 +25,12 @@ def build_retriever(settings: RetrieverSettings) -> MilvusRetriever:
         token=settings.milvus_token,
         model_name=embedder.name,
         dimension=embedder.dimension,
+        fusion=Fusion(
+            ranker=settings.hybrid_ranker,
+            rrf_k=settings.rrf_k,
+            dense_weight=settings.hybrid_dense_weight,
+            sparse_weight=settings.hybrid_sparse_weight,
+        ),
     )
     return MilvusRetriever(
         store,
@@ -32,6 +39,7 @@ def build_retriever(settings: RetrieverSettings) -> MilvusRetriever:
         chunk_size=settings.chunk_size,
         chunk_overlap=settings.chunk_overlap,
         embedding_batch_size=settings.embedding_batch_size,
+        default_mode=settings.retrieval_mode,
     )
 
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 from ragloop.core.text import split_sentences
+
+HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
 
 
 def _split_long(unit: str, size: int) -> list[str]:
@@ -27,14 +31,46 @@ def _split_long(unit: str, size: int) -> list[str]:
     return pieces
 
 
+def markdown_sections(text: str) -> list[tuple[str, str]]:
+    """Split at Markdown headings into (heading without its #s, body); plain text is one section."""
+    sections: list[tuple[str, list[str]]] = [("", [])]
+    for line in text.splitlines():
+        match = HEADING.match(line)
+        if match:
+            sections.append((match.group(1).strip(), []))
+        else:
+            sections[-1][1].append(line)
+    return [
+        (heading, "\n".join(body)) for heading, body in sections if heading or "".join(body).strip()
+    ]
+
+
 def chunk_text(text: str, *, size: int, overlap: int) -> list[str]:
+    """Chunks of at most ``size`` characters that never straddle a Markdown section.
+
+    Each chunk starts with its section's heading, so a passage carries its topic with it (a small
+    model then reads "Storage > One owner for Milvus Lite" before the sentences). Within a
+    section, sentences are packed with ``overlap`` characters carried into the next chunk.
+    """
+    if overlap >= size:
+        raise ValueError("overlap must be smaller than size")
+    chunks: list[str] = []
+    for heading, body in markdown_sections(text):
+        title = heading[: size // 4]
+        room = size - len(title) - 1 if title else size
+        for packed in _pack_sentences(body, size=room, overlap=min(overlap, room - 1)):
+            chunks.append(f"{title}\n{packed}" if title else packed)
+        if title and not body.strip():
+            chunks.append(title)
+    return chunks
+
+
+def _pack_sentences(text: str, *, size: int, overlap: int) -> list[str]:
     """Pack sentences into chunks of at most ``size`` characters.
 
     Each chunk after the first starts with the last sentences of the previous one, up to
     ``overlap`` characters, so that a fact spanning a boundary is whole in at least one chunk.
     """
-    if overlap >= size:
-        raise ValueError("overlap must be smaller than size")
     units: list[str] = []
     for sentence in split_sentences(text):
         units.extend(_split_long(sentence, size) if len(sentence) > size else [sentence])

@@ -23,6 +23,9 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
             top_k=request.top_k,
             similarity_threshold=request.similarity_threshold,
             collection=request.collection,
+            mode=convert.mode_from_proto(request.mode),
+            filters=convert.dict_from_struct(request.filters),
+            tenant=request.tenant,
         )
         return convert.retrieval_to_proto(result)
 
@@ -31,7 +34,9 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
         self, request: retriever_pb2.IngestDocumentsRequest, context: grpc.aio.ServicerContext
     ) -> retriever_pb2.IngestDocumentsResponse:
         documents = [convert.source_document_from_proto(d) for d in request.documents]
-        result = await self._stage.ingest(documents, collection=request.collection)
+        result = await self._stage.ingest(
+            documents, collection=request.collection, tenant=request.tenant
+        )
         return convert.ingest_result_to_proto(result)
 
     @maps_errors
@@ -39,3 +44,37 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
         self, request: retriever_pb2.DescribeCollectionRequest, context: grpc.aio.ServicerContext
     ) -> retriever_pb2.DescribeCollectionResponse:
         return convert.collection_info_to_proto(await self._stage.describe(request.collection))
+
+    @maps_errors
+    async def DeleteSource(
+        self, request: retriever_pb2.DeleteSourceRequest, context: grpc.aio.ServicerContext
+    ) -> retriever_pb2.DeleteSourceResponse:
+        deleted = await self._stage.delete_source(
+            request.source, collection=request.collection, tenant=request.tenant
+        )
+        return convert.deleted_source_to_proto(deleted)
+
+    @maps_errors
+    async def ListCollections(
+        self, request: retriever_pb2.ListCollectionsRequest, context: grpc.aio.ServicerContext
+    ) -> retriever_pb2.ListCollectionsResponse:
+        infos = await self._stage.list_collections()
+        return retriever_pb2.ListCollectionsResponse(
+            collections=[convert.collection_info_to_proto(i) for i in infos]
+        )
+
+    @maps_errors
+    async def CreateCollection(
+        self, request: retriever_pb2.CreateCollectionRequest, context: grpc.aio.ServicerContext
+    ) -> retriever_pb2.CreateCollectionResponse:
+        info = await self._stage.create_collection(request.collection)
+        return retriever_pb2.CreateCollectionResponse(
+            collection=convert.collection_info_to_proto(info)
+        )
+
+    @maps_errors
+    async def DropCollection(
+        self, request: retriever_pb2.DropCollectionRequest, context: grpc.aio.ServicerContext
+    ) -> retriever_pb2.DropCollectionResponse:
+        await self._stage.drop_collection(request.collection)
+        return retriever_pb2.DropCollectionResponse()

@@ -1,4 +1,4 @@
-"""Milvus access for the retriever: one collection per knowledge base, chunks with dense vectors.
+"""Milvus access for the retriever: one collection per knowledge base (see ``schema.py``).
 
 Works the same on embedded Milvus Lite (a path) and a Milvus server (an http URI). pymilvus is
 synchronous; the retriever calls this class from one worker thread.
@@ -7,42 +7,56 @@ synchronous; the retriever calls this class from one worker thread.
 from __future__ import annotations
 
 import hashlib
-import re
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pymilvus import DataType, MilvusClient, MilvusException
+from pymilvus import MilvusClient, MilvusException
 
 from ragloop.core.domain import CollectionInfo, Document
-from ragloop.core.errors import ConfigurationError, DependencyUnavailable, InvalidInput
+from ragloop.core.errors import ConfigurationError, DependencyUnavailable, NotFound
+from ragloop.core.validation import collection_name
+from ragloop.retriever import schema
+from ragloop.retriever.expressions import all_of, equals, string_literal
+from ragloop.retriever.schema import CollectionLayout
+from ragloop.retriever.search import (
+    DENSE,
+    HYBRID,
+    SPARSE_PARAMS,
+    Fusion,
+    SearchRequest,
+    cosines,
+    dense_params,
+    hybrid_requests,
+)
 
-COLLECTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
+log = logging.getLogger(__name__)
+
 MODEL_PROPERTY = "ragloop.embedding_model"
 DIMENSION_PROPERTY = "ragloop.dimension"
-MAX_SOURCE_CHARS = 1024
-MAX_CHUNK_CHARS = 16384
-OUTPUT_FIELDS = ["text", "source", "chunk_index", "metadata"]
+MAX_SOURCE_CHARS = schema.MAX_SOURCE_CHARS
+OUTPUT_FIELDS = [
+    schema.TEXT_FIELD,
+    schema.SOURCE_FIELD,
+    schema.CHUNK_INDEX_FIELD,
+    schema.METADATA_FIELD,
+    schema.DENSE_FIELD,
+]
+
+__all__ = ["ChunkRow", "MilvusStore", "chunk_id", "string_literal"]
 
 
-def chunk_id(collection: str, source: str, chunk_index: int) -> str:
-    """Primary key of a chunk: re-ingesting a source overwrites its chunks, never adds copies."""
-    digest = hashlib.sha256(f"{collection}\x1f{source}\x1f{chunk_index}".encode()).hexdigest()
-    return digest[:32]
+def chunk_id(collection: str, source: str, chunk_index: int, tenant: str = "") -> str:
+    """Primary key of a chunk: re-ingesting a source overwrites its chunks, never adds copies.
 
-
-def string_literal(value: str) -> str:
-    """A Milvus expression string literal. Values are validated (no control characters) upstream."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def validate_collection_name(name: str) -> str:
-    if not COLLECTION_NAME.match(name):
-        raise InvalidInput(
-            f"collection name {name!r} is invalid: use letters, digits and underscores, "
-            "starting with a letter or underscore (at most 255 characters)"
-        )
-    return name
+    The default tenant ("") keeps the key of collections written before tenants existed."""
+    parts = (
+        (collection, source, chunk_index)
+        if not tenant
+        else (collection, tenant, source, chunk_index)
+    )
+    return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True)
@@ -55,13 +69,23 @@ class ChunkRow:
 
 
 class MilvusStore:
-    def __init__(self, uri: str, *, token: str = "", model_name: str, dimension: int) -> None:
+    def __init__(
+        self,
+        uri: str,
+        *,
+        token: str = "",
+        model_name: str,
+        dimension: int,
+        fusion: Fusion | None = None,
+    ) -> None:
         self._uri = uri
         self._token = token
         self._model_name = model_name
         self._dimension = dimension
+        self._fusion = fusion or Fusion()
         self._client: MilvusClient | None = None
-        self._checked: set[str] = set()
+        self._layouts: dict[str, CollectionLayout] = {}
+        self._bm25: bool | None = None
 
     @property
     def client(self) -> MilvusClient:
@@ -80,13 +104,30 @@ class MilvusStore:
             self._client.close()
             self._client = None
 
+    def server_supports_bm25(self) -> bool:
+        if self._bm25 is None:
+            version = str(self.client.get_server_version())
+            self._bm25 = schema.supports_bm25(version)
+            if not self._bm25:
+                log.warning(
+                    "Milvus %s has no BM25 functions (needs 2.5 or newer): new collections are "
+                    "dense-only and sparse/hybrid retrieval is unavailable on them",
+                    version,
+                )
+        return self._bm25
+
     # --- collections -----------------------------------------------------------------------
 
+    def list_names(self) -> list[str]:
+        return sorted(self.client.list_collections())
+
     def describe(self, collection: str) -> CollectionInfo:
-        validate_collection_name(collection)
+        collection_name(collection)
         if not self.client.has_collection(collection):
             return CollectionInfo(name=collection, exists=False)
-        properties = self.client.describe_collection(collection).get("properties", {})
+        description = self.client.describe_collection(collection)
+        properties = description.get("properties", {})
+        layout = CollectionLayout.of(description)
         stats = self.client.get_collection_stats(collection)
         return CollectionInfo(
             name=collection,
@@ -94,19 +135,20 @@ class MilvusStore:
             chunk_count=int(stats.get("row_count", 0)),
             embedding_model=properties.get(MODEL_PROPERTY, ""),
             dimension=int(properties.get(DIMENSION_PROPERTY, 0) or 0),
+            full_text=layout.has_sparse,
+            tenants=layout.has_tenant,
         )
 
-    def _ensure_usable(self, collection: str, *, create: bool) -> bool:
-        """Check that ``collection`` was embedded by our model (creating it if asked).
-
-        Returns False when the collection does not exist and ``create`` is False.
-        """
-        if collection in self._checked:
-            return True
-        validate_collection_name(collection)
+    def layout(self, collection: str, *, create: bool) -> CollectionLayout | None:
+        """The layout of ``collection`` after checking it was embedded by our model (creating
+        it if asked). None when it does not exist and ``create`` is False."""
+        known = self._layouts.get(collection)
+        if known is not None:
+            return known
+        collection_name(collection)
         if not self.client.has_collection(collection):
             if not create:
-                return False
+                return None
             self._create(collection)
         info = self.describe(collection)
         if info.dimension and info.dimension != self._dimension:
@@ -120,26 +162,29 @@ class MilvusStore:
                 f"this retriever uses {self._model_name!r}. Re-ingest into a new collection."
             )
         self.client.load_collection(collection)
-        self._checked.add(collection)
-        return True
+        layout = CollectionLayout(has_sparse=info.full_text, has_tenant=info.tenants)
+        self._layouts[collection] = layout
+        return layout
+
+    def create(self, collection: str) -> CollectionInfo:
+        """Create an empty collection for our model (nothing happens if it exists and fits)."""
+        self.layout(collection, create=True)
+        return self.describe(collection)
+
+    def drop(self, collection: str) -> None:
+        collection_name(collection)
+        self._layouts.pop(collection, None)
+        if not self.client.has_collection(collection):
+            raise NotFound(f"collection {collection!r} does not exist")
+        self.client.drop_collection(collection)
 
     def _create(self, collection: str) -> None:
-        schema = self.client.create_schema(auto_id=False)
-        schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
-        schema.add_field("text", DataType.VARCHAR, max_length=MAX_CHUNK_CHARS)
-        schema.add_field("source", DataType.VARCHAR, max_length=MAX_SOURCE_CHARS)
-        schema.add_field("chunk_index", DataType.INT64)
-        schema.add_field("metadata", DataType.JSON)
-        schema.add_field("embedding", DataType.FLOAT_VECTOR, dim=self._dimension)
-        index = self.client.prepare_index_params()
-        # Indexes are created with the collection, before any insert (see ENVIRONMENT.md).
-        index.add_index(
-            field_name="embedding",
-            index_type="HNSW",
-            metric_type="COSINE",
-            params={"M": 16, "efConstruction": 200},
+        schema.create_collection(
+            self.client,
+            collection,
+            dimension=self._dimension,
+            with_bm25=self.server_supports_bm25(),
         )
-        self.client.create_collection(collection, schema=schema, index_params=index)
         self.client.alter_collection_properties(
             collection,
             properties={MODEL_PROPERTY: self._model_name, DIMENSION_PROPERTY: str(self._dimension)},
@@ -147,52 +192,109 @@ class MilvusStore:
 
     # --- data ------------------------------------------------------------------------------
 
-    def search(self, collection: str, vector: list[float], *, limit: int) -> list[Document]:
-        if not self._ensure_usable(collection, create=False):
-            return []
-        hits = self.client.search(
-            collection,
-            data=[vector],
-            anns_field="embedding",
-            limit=limit,
-            output_fields=OUTPUT_FIELDS,
-            search_params={"metric_type": "COSINE", "params": {"ef": max(64, limit)}},
-        )[0]
-        return [
-            Document(
-                id=str(hit["id"]),
-                text=hit["entity"]["text"],
-                source=hit["entity"]["source"],
-                score=float(hit["distance"]),
-                metadata=dict(hit["entity"].get("metadata") or {}),
-                chunk_index=int(hit["entity"]["chunk_index"]),
-            )
-            for hit in hits
-        ]
+    def search(self, collection: str, request: SearchRequest) -> list[Document]:
+        """Documents ranked by ``request.mode``, each scored by its cosine similarity to the
+        query vector. The caller has checked the mode against :meth:`layout`."""
+        if request.mode == HYBRID:
+            hits = self.client.hybrid_search(
+                collection,
+                hybrid_requests(request),
+                self._fusion.make_ranker(),
+                limit=request.limit,
+                output_fields=OUTPUT_FIELDS,
+            )[0]
+        else:
+            dense = request.mode == DENSE
+            hits = self.client.search(
+                collection,
+                data=[request.vector if dense else request.text],
+                anns_field=schema.DENSE_FIELD if dense else schema.SPARSE_FIELD,
+                limit=request.limit,
+                filter=request.expression,
+                output_fields=OUTPUT_FIELDS,
+                search_params=dense_params(request.limit) if dense else SPARSE_PARAMS,
+            )[0]
+        scores = cosines(request.vector, [hit["entity"][schema.DENSE_FIELD] for hit in hits])
+        return [_document(hit, score) for hit, score in zip(hits, scores, strict=True)]
 
-    def replace_source(self, collection: str, source: str, rows: list[ChunkRow]) -> None:
-        """Make ``rows`` the only chunks of ``source``: upsert them, then drop any older extra ones.
+    def replace_source(
+        self, collection: str, source: str, rows: list[ChunkRow], *, tenant: str = ""
+    ) -> None:
+        """Make ``rows`` the only chunks of ``source`` (of ``tenant``): upsert them, then drop
+        any older extra ones.
 
         If writing fails part-way, every chunk of the source is removed so that no half-written
         document stays searchable; the error is re-raised.
         """
-        self._ensure_usable(collection, create=True)
+        layout = self.layout(collection, create=True)
+        assert layout is not None
+        source_filter = self._source_filter(collection, layout, source, tenant)
+        tenant_fields = {schema.TENANT_FIELD: tenant} if layout.has_tenant else {}
         data = [
             {
-                "id": chunk_id(collection, row.source, row.chunk_index),
-                "text": row.text,
-                "source": row.source,
-                "chunk_index": row.chunk_index,
-                "metadata": row.metadata,
-                "embedding": row.vector,
+                schema.ID_FIELD: chunk_id(collection, row.source, row.chunk_index, tenant),
+                schema.TEXT_FIELD: row.text,
+                schema.SOURCE_FIELD: row.source,
+                schema.CHUNK_INDEX_FIELD: row.chunk_index,
+                schema.METADATA_FIELD: row.metadata,
+                schema.DENSE_FIELD: row.vector,
+                **tenant_fields,
             }
             for row in rows
         ]
-        source_filter = f"source == {string_literal(source)}"
         try:
             if data:
                 self.client.upsert(collection, data)
-            self.client.delete(collection, filter=f"{source_filter} and chunk_index >= {len(rows)}")
+            self.client.delete(
+                collection,
+                filter=all_of(source_filter, f"{schema.CHUNK_INDEX_FIELD} >= {len(rows)}"),
+            )
         except MilvusException:
             self.client.delete(collection, filter=source_filter)
             raise
+
+    def delete_source(self, collection: str, source: str, *, tenant: str = "") -> int:
+        """Delete every chunk of ``source`` (of ``tenant``); returns how many there were."""
+        layout = self.layout(collection, create=False)
+        if layout is None:
+            raise NotFound(f"collection {collection!r} does not exist")
+        source_filter = self._source_filter(collection, layout, source, tenant)
+        # The return value of delete differs between Lite and servers: count first.
+        [row] = self.client.query(collection, filter=source_filter, output_fields=["count(*)"])
+        count = int(row["count(*)"])
+        if count:
+            self.client.delete(collection, filter=source_filter)
+        return count
+
+    def tenant_filter(self, collection: str, layout: CollectionLayout, tenant: str) -> str:
+        """The expression confining a search to ``tenant`` ("" on a pre-tenant collection)."""
+        if layout.has_tenant:
+            return equals(schema.TENANT_FIELD, tenant)
+        if tenant:
+            raise _no_tenants(collection)
+        return ""
+
+    def _source_filter(
+        self, collection: str, layout: CollectionLayout, source: str, tenant: str
+    ) -> str:
+        tenant_part = self.tenant_filter(collection, layout, tenant)
+        return all_of(equals(schema.SOURCE_FIELD, source), tenant_part)
+
+
+def _no_tenants(collection: str) -> ConfigurationError:
+    return ConfigurationError(
+        f"collection {collection!r} was created before tenants existed and has no tenant field; "
+        "use the default tenant with it, or ingest into a new collection"
+    )
+
+
+def _document(hit: dict[str, Any], score: float) -> Document:
+    entity = hit["entity"]
+    return Document(
+        id=str(hit["id"]),
+        text=entity[schema.TEXT_FIELD],
+        source=entity[schema.SOURCE_FIELD],
+        score=score,
+        metadata=dict(entity.get(schema.METADATA_FIELD) or {}),
+        chunk_index=int(entity[schema.CHUNK_INDEX_FIELD]),
+    )

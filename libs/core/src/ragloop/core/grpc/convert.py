@@ -10,6 +10,7 @@ from ragloop.core.domain import (
     Answer,
     Citation,
     CollectionInfo,
+    DeletedSource,
     Document,
     Grade,
     GradedDocument,
@@ -22,6 +23,7 @@ from ragloop.core.domain import (
     RewriteAttempt,
     SourceDocument,
 )
+from ragloop.core.errors import InvalidInput
 from ragloop.v1 import (
     common_pb2,
     generator_pb2,
@@ -103,12 +105,37 @@ def usage_from_proto(message: common_pb2.ModelUsage) -> ModelUsage:
 
 # --- retriever -------------------------------------------------------------------------------
 
+_MODE_OF_PROTO = {
+    retriever_pb2.RETRIEVAL_MODE_UNSPECIFIED: "",
+    retriever_pb2.RETRIEVAL_MODE_DENSE: "dense",
+    retriever_pb2.RETRIEVAL_MODE_SPARSE: "sparse",
+    retriever_pb2.RETRIEVAL_MODE_HYBRID: "hybrid",
+}
+_PROTO_OF_MODE = {mode: value for value, mode in _MODE_OF_PROTO.items()}
+
+
+def mode_to_proto(mode: str) -> retriever_pb2.RetrievalMode.ValueType:
+    """A retrieval mode name ("" for the default) as the proto enum; unknown names are refused."""
+    try:
+        return _PROTO_OF_MODE[mode]
+    except KeyError:
+        raise InvalidInput(f"retrieval mode {mode!r} is unknown") from None
+
+
+def mode_from_proto(value: int) -> str:
+    """The proto enum as a mode name; "" for unspecified (unknown numbers are refused)."""
+    try:
+        return _MODE_OF_PROTO[value]  # type: ignore[index]
+    except KeyError:
+        raise InvalidInput(f"retrieval mode {value} is unknown") from None
+
 
 def retrieval_to_proto(result: RetrievalResult) -> retriever_pb2.RetrieveResponse:
     return retriever_pb2.RetrieveResponse(
         documents=[document_to_proto(d) for d in result.documents],
         total_found=result.total_found,
         embedding_model=result.embedding_model,
+        mode=mode_to_proto(result.mode),
     )
 
 
@@ -117,6 +144,7 @@ def retrieval_from_proto(message: retriever_pb2.RetrieveResponse) -> RetrievalRe
         documents=[document_from_proto(d) for d in message.documents],
         total_found=message.total_found,
         embedding_model=message.embedding_model,
+        mode=mode_from_proto(message.mode),
     )
 
 
@@ -150,6 +178,18 @@ def ingest_result_from_proto(message: retriever_pb2.IngestDocumentsResponse) -> 
     )
 
 
+def deleted_source_to_proto(deleted: DeletedSource) -> retriever_pb2.DeleteSourceResponse:
+    return retriever_pb2.DeleteSourceResponse(
+        collection=deleted.collection,
+        source=deleted.source,
+        chunks_deleted=deleted.chunks_deleted,
+    )
+
+
+def deleted_source_from_proto(message: retriever_pb2.DeleteSourceResponse) -> DeletedSource:
+    return DeletedSource(message.collection, message.source, message.chunks_deleted)
+
+
 def collection_info_to_proto(info: CollectionInfo) -> retriever_pb2.DescribeCollectionResponse:
     return retriever_pb2.DescribeCollectionResponse(
         collection=info.name,
@@ -157,6 +197,8 @@ def collection_info_to_proto(info: CollectionInfo) -> retriever_pb2.DescribeColl
         chunk_count=info.chunk_count,
         embedding_model=info.embedding_model,
         dimension=info.dimension,
+        full_text=info.full_text,
+        tenants=info.tenants,
     )
 
 
@@ -167,6 +209,8 @@ def collection_info_from_proto(message: retriever_pb2.DescribeCollectionResponse
         chunk_count=message.chunk_count,
         embedding_model=message.embedding_model,
         dimension=message.dimension,
+        full_text=message.full_text,
+        tenants=message.tenants,
     )
 
 
@@ -241,6 +285,9 @@ def answer_to_proto(answer: Answer) -> generator_pb2.GenerateAnswerResponse:
         ],
         grounded=answer.grounded,
         usage=usage_to_proto(answer.usage),
+        removed_citations=answer.removed_citations,
+        uncited_sentences=answer.uncited_sentences,
+        hallucination_risk=answer.hallucination_risk,
     )
 
 
@@ -250,4 +297,7 @@ def answer_from_proto(message: generator_pb2.GenerateAnswerResponse) -> Answer:
         citations=[Citation(c.number, c.document_id, c.source, c.quote) for c in message.citations],
         grounded=message.grounded,
         usage=usage_from_proto(message.usage),
+        removed_citations=list(message.removed_citations),
+        uncited_sentences=message.uncited_sentences,
+        hallucination_risk=round(message.hallucination_risk, 4),  # float32 on the wire
     )

@@ -14,6 +14,7 @@ from ragloop.core.errors import (
     DependencyTimeout,
     DependencyUnavailable,
     InvalidInput,
+    NotFound,
 )
 
 log = logging.getLogger(__name__)
@@ -21,6 +22,7 @@ R = TypeVar("R")
 
 _STATUS_OF_ERROR: list[tuple[type[Exception], grpc.StatusCode]] = [
     (InvalidInput, grpc.StatusCode.INVALID_ARGUMENT),
+    (NotFound, grpc.StatusCode.NOT_FOUND),
     (DependencyTimeout, grpc.StatusCode.DEADLINE_EXCEEDED),
     (DependencyUnavailable, grpc.StatusCode.UNAVAILABLE),
     (ConfigurationError, grpc.StatusCode.FAILED_PRECONDITION),
@@ -59,6 +61,7 @@ def maps_errors(
 
 _ERROR_OF_STATUS: dict[grpc.StatusCode, type[Exception]] = {
     grpc.StatusCode.INVALID_ARGUMENT: InvalidInput,
+    grpc.StatusCode.NOT_FOUND: NotFound,
     grpc.StatusCode.DEADLINE_EXCEEDED: DependencyTimeout,
     grpc.StatusCode.UNAVAILABLE: DependencyUnavailable,
     grpc.StatusCode.FAILED_PRECONDITION: ConfigurationError,

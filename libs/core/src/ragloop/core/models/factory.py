@@ -5,6 +5,7 @@ from __future__ import annotations
 from ragloop.core.errors import ConfigurationError
 from ragloop.core.models.chat import ChatModel, LlamaCppChatModel, OllamaChatModel
 from ragloop.core.models.embeddings import Embedder, OllamaEmbedder, OnnxMiniLMEmbedder
+from ragloop.core.models.retry import NO_RETRIES, RetryPolicy
 
 LOCAL_EMBEDDING_MODELS = {"all-minilm-l6-v2"}
 
@@ -34,13 +35,26 @@ def make_embedder(ref: str, *, ollama_url: str, ollama_keep_alive_s: int = 600) 
 
 
 def make_chat_model(
-    ref: str, *, llamacpp_url: str, ollama_url: str, ollama_keep_alive_s: int, timeout_s: float
+    ref: str,
+    *,
+    llamacpp_url: str,
+    ollama_url: str,
+    ollama_keep_alive_s: int,
+    timeout_s: float,
+    ollama_num_ctx: int = 0,
+    retry: RetryPolicy = NO_RETRIES,
 ) -> ChatModel:
     provider, model = parse_model_ref(ref)
     if provider == "llamacpp":
-        return LlamaCppChatModel(ref, base_url=llamacpp_url, timeout_s=timeout_s)
+        return LlamaCppChatModel(ref, base_url=llamacpp_url, timeout_s=timeout_s, retry=retry)
     if provider == "ollama":
         return OllamaChatModel(
-            ref, model, base_url=ollama_url, keep_alive_s=ollama_keep_alive_s, timeout_s=timeout_s
+            ref,
+            model,
+            base_url=ollama_url,
+            keep_alive_s=ollama_keep_alive_s,
+            timeout_s=timeout_s,
+            num_ctx=ollama_num_ctx,
+            retry=retry,
         )
     raise ConfigurationError(f"unknown chat provider {provider!r} in {ref!r} (llamacpp, ollama)")

@@ -1,0 +1,1 @@
+"""Benchmarks (make bench-*): separate from the tests, they print tables and write results/."""

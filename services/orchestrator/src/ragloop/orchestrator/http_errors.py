@@ -1,0 +1,72 @@
+"""How stage errors become HTTP error responses (the same shape everywhere)."""
+
+from __future__ import annotations
+
+from fastapi.responses import JSONResponse
+
+from ragloop.core import context
+from ragloop.core.errors import RagloopError
+from ragloop.orchestrator.loop import StageFailure, Trace, classify_error
+from ragloop.orchestrator.schemas import ErrorDetail, ErrorResponse
+
+STATUS_OF_FAILURE = {
+    "invalid": 422,
+    "not_found": 404,
+    "precondition": 409,
+    "timeout": 504,
+    "unavailable": 503,
+    "internal": 502,
+}
+CODE_OF_FAILURE = {
+    "invalid": "invalid_input",
+    "not_found": "not_found",
+    "precondition": "failed_precondition",
+}
+STAGE_OF_NODE = {
+    "retrieve": "retriever",
+    "grade": "grader",
+    "rewrite": "rewriter",
+    "generate": "generator",
+}
+ERROR_RESPONSES = {
+    409: {"model": ErrorResponse, "description": "The data cannot serve this request as asked"},
+    422: {"model": ErrorResponse, "description": "Invalid input"},
+    502: {"model": ErrorResponse, "description": "A stage failed unexpectedly"},
+    503: {"model": ErrorResponse, "description": "A stage is unavailable"},
+    504: {"model": ErrorResponse, "description": "A stage or the request's budget timed out"},
+}
+NOT_FOUND_RESPONSE = {404: {"model": ErrorResponse, "description": "No such collection or source"}}
+
+
+def error_response(status: int, detail: ErrorDetail, request_id: str) -> JSONResponse:
+    return JSONResponse(
+        ErrorResponse(error=detail).model_dump(),
+        status_code=status,
+        headers={"x-request-id": request_id},
+    )
+
+
+def invalid_input(message: str) -> JSONResponse:
+    detail = ErrorDetail(code="invalid_input", message=message)
+    return error_response(422, detail, context.request_id.get())
+
+
+def not_found(message: str) -> JSONResponse:
+    detail = ErrorDetail(code="not_found", message=message, stage="retriever")
+    return error_response(404, detail, context.request_id.get())
+
+
+def failure_response(
+    exc: StageFailure | RagloopError, stage: str, trace: Trace | None
+) -> JSONResponse:
+    if isinstance(exc, StageFailure):
+        kind, message, stage = exc.kind, exc.message, STAGE_OF_NODE.get(exc.stage, exc.stage)
+    else:
+        kind, message = classify_error(exc, stage)
+    detail = ErrorDetail(
+        code=CODE_OF_FAILURE.get(kind, f"stage_{kind}"),
+        message=message,
+        stage=stage,
+        decision_path=trace.decision_path if trace else [],
+    )
+    return error_response(STATUS_OF_FAILURE[kind], detail, context.request_id.get())

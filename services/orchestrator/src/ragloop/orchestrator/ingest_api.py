@@ -1,0 +1,203 @@
+"""``POST /v1/documents``: ingest JSON documents, or files uploaded as multipart/form-data.
+
+JSON: ``{"collection": …, "tenant": …, "documents": [{"source", "text", "metadata"}]}``.
+Multipart: one or more ``files`` parts (.txt, .md, .html, .pdf; the file name becomes the source)
+and optional ``collection``, ``tenant`` and ``metadata`` (a JSON object given to every file) parts.
+Uploads larger than ``RAGLOOP_MAX_UPLOAD_BYTES`` get 413; other file types 415.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ValidationError
+from starlette.datastructures import UploadFile
+
+from ragloop.core import context
+from ragloop.core.domain import SourceDocument
+from ragloop.core.errors import InvalidInput, RagloopError
+from ragloop.orchestrator.http_errors import (
+    ERROR_RESPONSES,
+    error_response,
+    failure_response,
+    invalid_input,
+)
+from ragloop.orchestrator.schemas import (
+    ErrorDetail,
+    ErrorResponse,
+    IngestedSourceOut,
+    IngestRequest,
+    IngestResponse,
+    UploadOptions,
+)
+from ragloop.orchestrator.settings import OrchestratorSettings
+from ragloop.orchestrator.uploads import READERS, UnsupportedFileType, extract_text
+
+ingest_router = APIRouter()
+
+
+@dataclass(frozen=True)
+class IngestBatch:
+    documents: list[SourceDocument]
+    collection: str
+    tenant: str
+
+
+def inline_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s JSON schema with its ``$defs`` inlined (for an operation's openapi_extra)."""
+    schema = model.model_json_schema()
+    definitions = schema.pop("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref", "")
+            if ref.startswith("#/$defs/"):
+                return resolve(definitions[ref.removeprefix("#/$defs/")])
+            return {key: resolve(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [resolve(item) for item in node]
+        return node
+
+    return resolve(schema)
+
+
+UPLOAD_SCHEMA = {
+    "type": "object",
+    "required": ["files"],
+    "properties": {
+        "files": {
+            "type": "array",
+            "items": {"type": "string", "format": "binary"},
+            "description": f"Files to ingest: {', '.join(sorted(READERS))}.",
+        },
+        "collection": {"type": "string"},
+        "tenant": {"type": "string"},
+        "metadata": {"type": "string", "description": "A JSON object given to every file."},
+    },
+}
+OPENAPI_EXTRA = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": inline_schema(IngestRequest)},
+            "multipart/form-data": {"schema": UPLOAD_SCHEMA},
+        },
+    }
+}
+RESPONSES = {
+    **ERROR_RESPONSES,
+    413: {"model": ErrorResponse, "description": "The upload is too large"},
+    415: {"model": ErrorResponse, "description": "A file type ragloop cannot read"},
+}
+
+
+def _validation_error(exc: ValidationError) -> RequestValidationError:
+    """The same 422 FastAPI gives for a declared body, locations under ``body``."""
+    errors = [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
+    return RequestValidationError(errors)
+
+
+async def read_json(request: Request) -> IngestBatch:
+    try:
+        body = IngestRequest.model_validate_json(await request.body())
+    except ValidationError as exc:
+        raise _validation_error(exc) from None
+    documents = [SourceDocument(d.source, d.text, d.metadata) for d in body.documents]
+    return IngestBatch(documents, body.collection or "", body.tenant or "")
+
+
+def _too_large(limit: int) -> JSONResponse:
+    detail = ErrorDetail(
+        code="payload_too_large", message=f"the upload is larger than {limit} bytes"
+    )
+    return error_response(413, detail, context.request_id.get())
+
+
+def _options(form: Any) -> UploadOptions:
+    fields = {k: form.get(k) for k in ("collection", "tenant") if form.get(k)}
+    try:
+        metadata = json.loads(form.get("metadata") or "{}")
+        return UploadOptions(**fields, metadata=metadata)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"metadata is not valid JSON: {exc.msg}") from None
+    except ValidationError as exc:
+        raise _validation_error(exc) from None
+
+
+async def read_upload(
+    request: Request, settings: OrchestratorSettings
+) -> IngestBatch | JSONResponse:
+    limit = settings.max_upload_bytes
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return _too_large(limit)  # refused before reading the body
+    async with request.form(max_files=settings.max_ingest_documents + 1) as form:
+        options = _options(form)
+        files = form.getlist("files")
+        if not files:
+            raise InvalidInput("no files uploaded: send each as a multipart part named 'files'")
+        if any(not isinstance(f, UploadFile) or not f.filename for f in files):
+            raise InvalidInput("every 'files' part must be a file with a file name")
+        if sum(f.size or 0 for f in files) > limit:
+            return _too_large(limit)
+        documents = [
+            SourceDocument(f.filename, extract_text(f.filename, await f.read()), options.metadata)
+            for f in files
+        ]
+    return IngestBatch(documents, options.collection or "", options.tenant or "")
+
+
+def _check_limits(documents: list[SourceDocument], settings: OrchestratorSettings) -> None:
+    if len(documents) > settings.max_ingest_documents:
+        raise InvalidInput(
+            f"{len(documents)} documents sent; at most {settings.max_ingest_documents} per request"
+        )
+    for position, doc in enumerate(documents):
+        if len(doc.text) > settings.max_document_chars:
+            raise InvalidInput(
+                f"document {position} ({doc.source!r}) has {len(doc.text)} characters; "
+                f"at most {settings.max_document_chars}"
+            )
+
+
+@ingest_router.post(
+    "/v1/documents",
+    response_model=IngestResponse,
+    responses=RESPONSES,
+    openapi_extra=OPENAPI_EXTRA,
+)
+async def ingest(request: Request) -> IngestResponse | JSONResponse:
+    """Ingest documents: chunk, embed and store. Re-ingesting a source replaces it. Send JSON
+    documents, or upload files as multipart/form-data (see the request body's two forms)."""
+    settings: OrchestratorSettings = request.app.state.settings
+    try:
+        if request.headers.get("content-type", "").startswith("multipart/form-data"):
+            batch = await read_upload(request, settings)
+            if isinstance(batch, JSONResponse):
+                return batch
+        else:
+            batch = await read_json(request)
+        _check_limits(batch.documents, settings)
+    except UnsupportedFileType as exc:
+        detail = ErrorDetail(code="unsupported_media_type", message=str(exc))
+        return error_response(415, detail, context.request_id.get())
+    except InvalidInput as exc:
+        return invalid_input(str(exc))
+    try:
+        result = await request.app.state.stages.ingestor.ingest(
+            batch.documents, collection=batch.collection, tenant=batch.tenant
+        )
+    except RagloopError as exc:
+        return failure_response(exc, "retriever", None)
+    return IngestResponse(
+        collection=result.collection,
+        sources=[
+            IngestedSourceOut(source=s.source, chunk_count=s.chunk_count) for s in result.sources
+        ],
+        chunks_written=result.chunks_written,
+    )

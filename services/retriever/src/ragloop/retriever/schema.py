@@ -1,0 +1,115 @@
+"""The shape of a ragloop collection in Milvus, and what an existing collection supports.
+
+A collection created by this code holds, per chunk: ``id`` (VARCHAR primary key), ``text``
+(VARCHAR with an analyzer, the input of a BM25 function), ``source``, ``chunk_index``,
+``tenant`` (VARCHAR, the Milvus partition key), ``metadata`` (JSON), ``embedding`` (dense
+FLOAT_VECTOR, HNSW/COSINE) and ``sparse`` (SPARSE_FLOAT_VECTOR written by the BM25 function,
+SPARSE_INVERTED_INDEX/BM25). Both indexes are created with the collection, before any insert.
+
+Collections written by older ragloop versions lack ``sparse`` and ``tenant``; a Milvus older
+than 2.5 (no BM25) gets collections without ``sparse``. :class:`CollectionLayout` says which
+fields a collection has, so that callers can fall back or refuse clearly.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pymilvus import DataType, Function, FunctionType, MilvusClient
+
+ID_FIELD = "id"
+TEXT_FIELD = "text"
+SOURCE_FIELD = "source"
+CHUNK_INDEX_FIELD = "chunk_index"
+TENANT_FIELD = "tenant"
+METADATA_FIELD = "metadata"
+DENSE_FIELD = "embedding"
+SPARSE_FIELD = "sparse"
+
+MAX_SOURCE_CHARS = 1024
+MAX_CHUNK_CHARS = 16384
+MAX_TENANT_CHARS = 128
+# Milvus gained BM25 functions (full-text search) in 2.5; Milvus Lite 3.x has them too.
+BM25_MIN_VERSION = (2, 5)
+
+# Lower-case words (the standard tokenizer lower-cases) that carry no meaning for BM25. Spelled
+# out rather than Milvus's "_english_" shorthand, which Milvus Lite does not know.
+ENGLISH_STOP_WORDS = (  # noqa: SIM905 - a word list reads best as words
+    "a an and are as at be but by for if in into is it no not of on or such that the their then "
+    "there these they this to was will with"
+).split()
+# Milvus's "english" analyzer, spelled out (stop words before stemming, so that the list matches).
+# Milvus Lite has no stemmer and ignores that filter (its BM25 matches whole words); a server stems.
+ANALYZER_PARAMS: dict[str, Any] = {
+    "tokenizer": "standard",
+    "filter": [
+        "lowercase",
+        {"type": "stop", "stop_words": ENGLISH_STOP_WORDS},
+        {"type": "stemmer", "language": "english"},
+    ],
+}
+
+
+@dataclass(frozen=True)
+class CollectionLayout:
+    """Which optional fields an existing collection has."""
+
+    has_sparse: bool
+    has_tenant: bool
+
+    @classmethod
+    def of(cls, description: dict[str, Any]) -> CollectionLayout:
+        names = {f["name"] for f in description.get("fields", [])}
+        return cls(has_sparse=SPARSE_FIELD in names, has_tenant=TENANT_FIELD in names)
+
+
+def supports_bm25(server_version: str) -> bool:
+    """Whether a Milvus reporting ``server_version`` (``v2.5.4``, ``milvus_lite-3.2.2``) has
+    BM25 functions. An unparseable version is assumed to be recent."""
+    match = re.search(r"(\d+)\.(\d+)", server_version)
+    if match is None:
+        return True
+    return (int(match.group(1)), int(match.group(2))) >= BM25_MIN_VERSION
+
+
+def create_collection(client: MilvusClient, name: str, *, dimension: int, with_bm25: bool) -> None:
+    """Create ``name`` with its indexes (dense HNSW/COSINE, and BM25 when ``with_bm25``)."""
+    schema = client.create_schema(auto_id=False)
+    schema.add_field(ID_FIELD, DataType.VARCHAR, is_primary=True, max_length=64)
+    schema.add_field(
+        TEXT_FIELD,
+        DataType.VARCHAR,
+        max_length=MAX_CHUNK_CHARS,
+        enable_analyzer=with_bm25,
+        **({"analyzer_params": ANALYZER_PARAMS} if with_bm25 else {}),
+    )
+    schema.add_field(SOURCE_FIELD, DataType.VARCHAR, max_length=MAX_SOURCE_CHARS)
+    schema.add_field(CHUNK_INDEX_FIELD, DataType.INT64)
+    schema.add_field(
+        TENANT_FIELD, DataType.VARCHAR, max_length=MAX_TENANT_CHARS, is_partition_key=True
+    )
+    schema.add_field(METADATA_FIELD, DataType.JSON)
+    schema.add_field(DENSE_FIELD, DataType.FLOAT_VECTOR, dim=dimension)
+    index = client.prepare_index_params()
+    index.add_index(
+        field_name=DENSE_FIELD,
+        index_type="HNSW",
+        metric_type="COSINE",
+        params={"M": 16, "efConstruction": 200},
+    )
+    if with_bm25:
+        schema.add_field(SPARSE_FIELD, DataType.SPARSE_FLOAT_VECTOR)
+        schema.add_function(
+            Function(
+                name="text_bm25",
+                function_type=FunctionType.BM25,
+                input_field_names=[TEXT_FIELD],
+                output_field_names=[SPARSE_FIELD],
+            )
+        )
+        index.add_index(
+            field_name=SPARSE_FIELD, index_type="SPARSE_INVERTED_INDEX", metric_type="BM25"
+        )
+    client.create_collection(name, schema=schema, index_params=index)

@@ -1,0 +1,70 @@
+"""Retrieval modes, fusion, chunk ids and the checks that guard them (no Milvus needed)."""
+
+from __future__ import annotations
+
+import pytest
+from pymilvus import RRFRanker, WeightedRanker
+
+from ragloop.core.errors import InvalidInput
+from ragloop.core.grpc import convert
+from ragloop.core.validation import tenant_id
+from ragloop.retriever.schema import supports_bm25
+from ragloop.retriever.search import Fusion, checked_mode, cosines
+from ragloop.retriever.store import chunk_id
+from ragloop.v1 import retriever_pb2
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [
+        ("milvus_lite-3.2.2", True),
+        ("v2.5.4", True),
+        ("v2.6.0", True),
+        ("v2.4.15", False),
+        ("2.3.5", False),
+        ("unknown", True),
+    ],
+)
+def test_bm25_needs_milvus_2_5(version: str, expected: bool) -> None:
+    assert supports_bm25(version) is expected
+
+
+def test_modes_round_trip_through_the_proto_enum() -> None:
+    for mode in ("", "dense", "sparse", "hybrid"):
+        assert convert.mode_from_proto(convert.mode_to_proto(mode)) == mode
+    assert convert.mode_to_proto("") == retriever_pb2.RETRIEVAL_MODE_UNSPECIFIED
+    with pytest.raises(InvalidInput):
+        convert.mode_to_proto("bm25")
+    with pytest.raises(InvalidInput):
+        convert.mode_from_proto(42)
+    with pytest.raises(InvalidInput, match="unknown"):
+        checked_mode("keyword")
+
+
+def test_fusion_makes_the_configured_ranker() -> None:
+    assert isinstance(Fusion().make_ranker(), RRFRanker)
+    assert isinstance(Fusion(ranker="weighted").make_ranker(), WeightedRanker)
+
+
+def test_cosines() -> None:
+    assert cosines([1, 0], [[2, 0], [0, 3], [1, 1], [0, 0]]) == pytest.approx(
+        [1.0, 0.0, 2**-0.5, 0.0]
+    )
+    assert cosines([0, 0], [[1, 1]]) == [0.0]
+    assert cosines([1, 0], []) == []
+
+
+def test_chunk_ids_separate_tenants_and_keep_old_ids_for_the_default_tenant() -> None:
+    # sha256("kb\x1fa.md\x1f0")[:32]: the id scheme before tenants, so old chunks are replaced
+    assert chunk_id("kb", "a.md", 0) == "0c51462360807bee5df9c36c48f09fc5"
+    assert chunk_id("kb", "a.md", 0) == chunk_id("kb", "a.md", 0, "")
+    assert chunk_id("kb", "a.md", 0, "t1") != chunk_id("kb", "a.md", 0)
+    assert chunk_id("kb", "a.md", 0, "t1") != chunk_id("kb", "a.md", 0, "t2")
+    assert len(chunk_id("kb", "a.md", 0, "t1")) == 32
+
+
+@pytest.mark.parametrize("bad", ["-x", "a b", "a/b", "x" * 129, "é", 'a"'])
+def test_tenant_ids_are_validated(bad: str) -> None:
+    with pytest.raises(InvalidInput, match="tenant"):
+        tenant_id(bad)
+    assert tenant_id("") == "" and tenant_id("acme-eu:1@x.y") == "acme-eu:1@x.y"
