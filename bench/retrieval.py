@@ -65,6 +65,8 @@ async def ingestion_ratio(settings: RetrieverSettings, documents: list) -> dict[
 
 async def run(args: argparse.Namespace) -> dict[str, object]:
     data = load_scifact(Path(args.data))
+    if args.corpus_limit:  # a smoke run: figures are meaningless, the code path is exercised
+        data = type(data)(data.corpus[: args.corpus_limit], data.queries, data.qrels)
     results: dict[str, object] = {"date": date.today().isoformat(), "machine": machine()}
     with tempfile.TemporaryDirectory(prefix="ragloop-bench-") as tmp:
         settings = RetrieverSettings(milvus_uri=str(Path(tmp) / "milvus.db"))
@@ -131,6 +133,7 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data", default=str(DEFAULT_DATA), help="BEIR SciFact folder")
+    parser.add_argument("--corpus-limit", type=int, default=0, help="smoke runs only")
     parser.add_argument("--ingest-sample", type=int, default=1000, help="abstracts for the ratio")
     parser.add_argument(
         "--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[10_000, 100_000]
