@@ -176,14 +176,36 @@ class MilvusRetriever:
         tenant = tenant_id(tenant)
         name = self._collection(collection)
         ingested: list[IngestedSource] = []
+        # Chunks of several small documents share embedding batches (one document of ~2 chunks
+        # per call left the model mostly idle); at most about one batch plus one document's
+        # chunks wait in memory before they are written.
+        pending: list[tuple[SourceDocument, list[str]]] = []
         for doc in documents:
-            chunks = chunk_text(doc.text, size=self._chunk_size, overlap=self._chunk_overlap)
-            vectors: list[list[float]] = []
-            for start in range(0, len(chunks), self._batch_size):
-                vectors.extend(await self._embed(chunks[start : start + self._batch_size]))
+            pending.append(
+                (doc, chunk_text(doc.text, size=self._chunk_size, overlap=self._chunk_overlap))
+            )
+            if sum(len(chunks) for _, chunks in pending) >= self._batch_size:
+                ingested += await self._embed_and_write(pending, name, tenant)
+                pending = []
+        if pending:
+            ingested += await self._embed_and_write(pending, name, tenant)
+        return IngestResult(name, ingested)
+
+    async def _embed_and_write(
+        self, pending: list[tuple[SourceDocument, list[str]]], name: str, tenant: str
+    ) -> list[IngestedSource]:
+        texts = [text for _, chunks in pending for text in chunks]
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), self._batch_size):
+            vectors.extend(await self._embed(texts[start : start + self._batch_size]))
+        written: list[IngestedSource] = []
+        offset = 0
+        for doc, chunks in pending:
+            doc_vectors = vectors[offset : offset + len(chunks)]
+            offset += len(chunks)
             rows = [
                 ChunkRow(doc.source, index, text, doc.metadata, vector)
-                for index, (text, vector) in enumerate(zip(chunks, vectors, strict=True))
+                for index, (text, vector) in enumerate(zip(chunks, doc_vectors, strict=True))
             ]
             try:
                 await self._milvus(
@@ -196,8 +218,8 @@ class MilvusRetriever:
             log.info(
                 "ingested", extra={"collection": name, "source": doc.source, "chunks": len(rows)}
             )
-            ingested.append(IngestedSource(doc.source, len(rows)))
-        return IngestResult(name, ingested)
+            written.append(IngestedSource(doc.source, len(rows)))
+        return written
 
     def close(self) -> None:
         self._milvus_thread.submit(self._store.close).result()
