@@ -1,0 +1,1 @@
+"""The ``ragloop`` command line: a client of the orchestrator's REST API."""
