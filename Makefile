@@ -17,8 +17,8 @@ export UV_PYTHON_DOWNLOADS := never
 
 PYTEST_ARGS ?=
 
-.PHONY: help install models run run-no-ingest test test-unit test-service test-integration \
-        bench bench-retrieval protos check settings-docs lint format clean
+.PHONY: help install models run run-no-ingest test test-unit test-service test-integration test-observability test-browser \
+        bench bench-retrieval bench-models protos check settings-docs lint format clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -54,10 +54,21 @@ test-service: models  ## gRPC and REST service tests
 test-integration: models  ## the five real processes with real models
 	$(PY) -m pytest tests/integration $(PYTEST_ARGS)
 
-bench: bench-retrieval  ## every benchmark; results in bench/results/ and the README
+test-observability: models  ## metrics, dashboards and alert rules against a real Prometheus
+	$(PY) -m pytest tests/observability $(PYTEST_ARGS)
+
+test-browser: models  ## the web page in a real headless Chromium
+	$(PY) -m pytest tests/browser $(PYTEST_ARGS)
+
+bench: bench-retrieval bench-models  ## every benchmark; results in bench/results/ and the README
 
 bench-retrieval: $(STAMP)  ## SciFact nDCG/recall per mode, ingest throughput, search latency (writes bench/results/)
 	$(PY) -m bench.retrieval $(BENCH_ARGS)
+
+bench-models: models  ## grader F1 (SciFact, 1.5B and 0.5B), grading cost, PubMedQA answers (writes bench/results/)
+	$(UV) sync --frozen --all-packages --group bench
+	$(PY) -m ragloop.local.cli install-models --model qwen2.5-coder-0.5b-instruct
+	$(PY) -m bench.models $(BENCH_ARGS)
 
 protos: $(STAMP)  ## regenerate ragloop.v1 stubs from protos/
 	$(PY) -m ragloop.core.protogen libs/core/src

@@ -1,10 +1,11 @@
-"""Ranking metrics and latency summaries used by the benchmarks."""
+"""Ranking and classification metrics and latency summaries used by the benchmarks."""
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 
 def ndcg_at_k(ranked: Sequence[str], relevant: dict[str, int], k: int) -> float:
@@ -33,3 +34,51 @@ def percentile(values: Sequence[float], q: float) -> float:
 def unique_in_order(items: Sequence[str]) -> list[str]:
     seen: set[str] = set()
     return [x for x in items if not (x in seen or seen.add(x))]
+
+
+@dataclass(frozen=True)
+class Classification:
+    """Binary verdicts against ground truth (positive = relevant)."""
+
+    true_positives: int = 0
+    false_positives: int = 0
+    false_negatives: int = 0
+    true_negatives: int = 0
+
+    @classmethod
+    def of(cls, pairs: Iterable[tuple[bool, bool]]) -> Classification:
+        """From (expected, predicted) pairs."""
+        counts = {(True, True): 0, (False, True): 0, (True, False): 0, (False, False): 0}
+        for expected, predicted in pairs:
+            counts[(bool(expected), bool(predicted))] += 1
+        return cls(
+            counts[(True, True)],
+            counts[(False, True)],
+            counts[(True, False)],
+            counts[(False, False)],
+        )
+
+    @property
+    def total(self) -> int:
+        return (
+            self.true_positives + self.false_positives + self.false_negatives + self.true_negatives
+        )
+
+    @property
+    def precision(self) -> float:
+        predicted = self.true_positives + self.false_positives
+        return self.true_positives / predicted if predicted else 0.0
+
+    @property
+    def recall(self) -> float:
+        actual = self.true_positives + self.false_negatives
+        return self.true_positives / actual if actual else 0.0
+
+    @property
+    def f1(self) -> float:
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+    @property
+    def accuracy(self) -> float:
+        return (self.true_positives + self.true_negatives) / self.total if self.total else 0.0

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import platform
 import tempfile
 import time
 from datetime import date
@@ -18,7 +17,9 @@ from pathlib import Path
 
 from pymilvus import MilvusClient
 
-from bench.scifact import evaluate, load_scifact
+from bench.common import machine
+from bench.scifact import SciFact, evaluate, load_scifact
+from bench.server_latency import measure_milvus_235
 from bench.synthetic import measure
 from ragloop.retriever import stage as retriever_stage
 from ragloop.retriever.__main__ import build_retriever
@@ -29,13 +30,6 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "scifact"
 RESULTS = ROOT / "bench" / "results" / "retrieval.json"
 MODES = ("dense", "sparse", "hybrid")
-
-
-def machine() -> str:
-    import os
-
-    cpu = f"{os.cpu_count()} cores, {platform.machine()}"
-    return f"{cpu}, {platform.system()}, Python {platform.python_version()}"
 
 
 async def ingestion_ratio(settings: RetrieverSettings, documents: list) -> dict[str, float]:
@@ -63,6 +57,32 @@ async def ingestion_ratio(settings: RetrieverSettings, documents: list) -> dict[
     }
 
 
+async def scifact_quality(settings: RetrieverSettings, data: SciFact) -> dict[str, object]:
+    """nDCG@10 and recall@10/100 on the 300 SciFact test queries, per retrieval mode."""
+    results: dict[str, object] = {}
+    retriever = build_retriever(settings)
+    clock = time.perf_counter()
+    for start in range(0, len(data.corpus), 200):
+        await retriever.ingest(data.corpus[start : start + 200], collection="scifact")
+    print(f"\ningested {len(data.corpus)} SciFact abstracts in {time.perf_counter() - clock:.0f}s")
+    # The API caps top_k at 50; the benchmark lifts the cap to measure recall@100.
+    retriever_stage.MAX_TOP_K = 200
+    print("\n| SciFact test (300 queries) | nDCG@10 | recall@10 | recall@100 | p50 ms |")
+    print("|---|---|---|---|---|")
+    for mode in MODES:
+        quality = await evaluate(retriever, data, mode=mode, collection="scifact", depth=200)
+        print(
+            f"| {mode} | {quality.ndcg_at_10:.3f} | {quality.recall_at_10:.3f} | "
+            f"{quality.recall_at_100:.3f} | {quality.p50_ms:.1f} |"
+        )
+        results[f"scifact_ndcg_at_10_{mode}"] = round(quality.ndcg_at_10, 4)
+        results[f"scifact_recall_at_10_{mode}"] = round(quality.recall_at_10, 4)
+        results[f"scifact_recall_at_100_{mode}"] = round(quality.recall_at_100, 4)
+        results[f"scifact_search_p50_ms_{mode}"] = round(quality.p50_ms, 2)
+    retriever.close()
+    return results
+
+
 async def run(args: argparse.Namespace) -> dict[str, object]:
     data = load_scifact(Path(args.data))
     if args.corpus_limit:  # a smoke run: figures are meaningless, the code path is exercised
@@ -83,28 +103,8 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
         results["ingest_ratio_to_embedding"] = round(ingest["ratio"], 3)
         results["ingest_chunks_per_s"] = round(ingest["ingest_chunks_per_s"], 1)
 
-        retriever = build_retriever(settings)
-        clock = time.perf_counter()
-        for start in range(0, len(data.corpus), 200):
-            await retriever.ingest(data.corpus[start : start + 200], collection="scifact")
-        print(
-            f"\ningested {len(data.corpus)} SciFact abstracts in {time.perf_counter() - clock:.0f}s"
-        )
-        # The API caps top_k at 50; the benchmark lifts the cap to measure recall@100.
-        retriever_stage.MAX_TOP_K = 200
-        print("\n| SciFact test (300 queries) | nDCG@10 | recall@10 | recall@100 | p50 ms |")
-        print("|---|---|---|---|---|")
-        for mode in MODES:
-            quality = await evaluate(retriever, data, mode=mode, collection="scifact", depth=200)
-            print(
-                f"| {mode} | {quality.ndcg_at_10:.3f} | {quality.recall_at_10:.3f} | "
-                f"{quality.recall_at_100:.3f} | {quality.p50_ms:.1f} |"
-            )
-            results[f"scifact_ndcg_at_10_{mode}"] = round(quality.ndcg_at_10, 4)
-            results[f"scifact_recall_at_10_{mode}"] = round(quality.recall_at_10, 4)
-            results[f"scifact_recall_at_100_{mode}"] = round(quality.recall_at_100, 4)
-            results[f"scifact_search_p50_ms_{mode}"] = round(quality.p50_ms, 2)
-        retriever.close()
+        if not args.skip_scifact:
+            results |= await scifact_quality(settings, data)
 
         client = MilvusClient(str(Path(tmp) / "synthetic.db"))
         print(
@@ -127,6 +127,20 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
                     results["search_p50_ms_100k"] = round(latency.p50_ms, 2)
                     results["recall_at_10_vs_exact_100k"] = round(latency.recall_at_10, 4)
         client.close()
+    if args.server_sizes:
+        print(
+            "\n| Milvus 2.3.5 server (clustered, 384-d) | index | insert rows/s | p50 ms | p95 ms "
+            "| recall@10 vs exact |"
+        )
+        print("|---|---|---|---|---|---|")
+        for latency in measure_milvus_235(args.server_sizes):
+            print(
+                f"| {latency.size:,} | {latency.index} | {latency.insert_rows_per_s:,.0f} | "
+                f"{latency.p50_ms:.1f} | {latency.p95_ms:.1f} | {latency.recall_at_10:.3f} |"
+            )
+            key = f"{latency.size // 1000}k_server"
+            results[f"search_p50_ms_{key}"] = round(latency.p50_ms, 2)
+            results[f"recall_at_10_vs_exact_{key}"] = round(latency.recall_at_10, 4)
     return results
 
 
@@ -139,9 +153,20 @@ def main() -> None:
         "--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[10_000, 100_000]
     )
     parser.add_argument("--indexes", type=lambda s: s.split(","), default=["HNSW", "IVF_FLAT"])
+    parser.add_argument(
+        "--server-sizes",
+        type=lambda s: [int(x) for x in s.split(",") if x],
+        default=[100_000],
+        help="sizes measured on a Milvus 2.3.5 server (HNSW); empty to skip",
+    )
+    parser.add_argument(
+        "--skip-scifact", action="store_true", help="latency tables only (no SciFact ingest)"
+    )
     args = parser.parse_args()
     results = asyncio.run(run(args))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    if RESULTS.exists():  # a partial run (e.g. --skip-scifact) updates only what it measured
+        results = json.loads(RESULTS.read_text()) | results
     RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
     print(f"\nwrote {RESULTS.relative_to(ROOT)}")
 

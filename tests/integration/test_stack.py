@@ -24,6 +24,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     base = tmp_path_factory.mktemp("stack")
     config = StackConfig(
         http_port=free_port(),
+        orchestrator_grpc_port=free_port(),
         model_port=free_port(),
         retriever_port=free_port(),
         grader_port=free_port(),

@@ -4,23 +4,17 @@ ways of reaching Milvus."""
 
 from __future__ import annotations
 
-import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pymilvus import MilvusClient
 
 from ragloop.local.processes import ChildProcess, free_port
+from ragloop.local.readiness import accepts_connections
+from tests.service.milvus_servers import drop_all_collections, milvus_235_server, milvus_235_uri
 
-
-def _accepts_connections(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
+__all__ = ["milvus_235_server", "milvus_235_uri"]  # fixtures of a Milvus 2.3.5 server
 
 
 @pytest.fixture(scope="session")
@@ -46,7 +40,7 @@ def milvus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     )
     child.start()
     try:
-        child.wait_until(lambda: _accepts_connections(port), timeout_s=30)
+        child.wait_until(lambda: accepts_connections("127.0.0.1", port), timeout_s=30)
         yield f"http://127.0.0.1:{port}"
     finally:
         child.signal_stop()
@@ -62,9 +56,4 @@ def milvus_uri(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         return
     uri: str = request.getfixturevalue("milvus_server")
     yield uri
-    client = MilvusClient(uri=uri)
-    try:
-        for name in client.list_collections():
-            client.drop_collection(name)
-    finally:
-        client.close()
+    drop_all_collections(uri)

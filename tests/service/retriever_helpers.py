@@ -6,6 +6,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import grpc
+import pytest
+
 from ragloop.core.grpc.convert import struct_from_dict
 from ragloop.orchestrator.stages import StageSet
 from ragloop.retriever.__main__ import build_retriever, build_spec
@@ -73,6 +76,18 @@ async def retrieve(
 
 def sources(reply: retriever_pb2.RetrieveResponse) -> list[str]:
     return [d.source for d in reply.documents]
+
+
+async def expect_error(call: Any, code: grpc.StatusCode, message: str) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await call
+    assert caught.value.code() is code, caught.value.details()
+    assert message in caught.value.details()
+
+
+async def chunk_count(stub: Stub, collection: str = "") -> int:
+    request = retriever_pb2.DescribeCollectionRequest(collection=collection)
+    return (await stub.DescribeCollection(request)).chunk_count
 
 
 def retrieval_stages(milvus_uri: str) -> StageSet:

@@ -1,5 +1,6 @@
-"""Both chat providers retry a refused connection with backoff, over real HTTP on 127.0.0.1: the
-model server comes up only after the first attempt was refused, and the call still succeeds."""
+"""Every chat provider retries a refused connection with backoff, over real HTTP on 127.0.0.1: the
+model server comes up only after the first attempt was refused, and the call still succeeds — a
+streamed call too, since nothing had been streamed before the connection was made."""
 
 from __future__ import annotations
 
@@ -11,31 +12,17 @@ import langchain_ollama  # noqa: F401  imported up front: its import alone outla
 import pytest
 
 from ragloop.core.errors import DependencyUnavailable
-from ragloop.core.models import ChatMessage, make_chat_model
+from ragloop.core.models import ChatMessage, ChatModel, ChatReply, make_chat_model
 from ragloop.core.models.retry import RetryPolicy
 from ragloop.local.processes import free_port
 from tests.service.test_ollama_contract import FakeOllama
+from tests.service.test_openai_provider import FakeOpenAI, reset_fake_openai
 
-REPLY = '{"relevant": true}'
-
-
-class FakeOpenAI(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers["content-length"]))
-        payload = json.dumps(
-            {
-                "choices": [{"message": {"role": "assistant", "content": REPLY}}],
-                "usage": {"prompt_tokens": 5, "completion_tokens": 2},
-            }
-        ).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args: object) -> None:
-        pass
+FAKES: dict[str, type[BaseHTTPRequestHandler]] = {
+    "llamacpp:qwen": FakeOpenAI,
+    "openai:gpt-4o-mini": FakeOpenAI,
+    "ollama:qwen2.5:7b-instruct": FakeOllama,
+}
 
 
 def start_later(handler: type[BaseHTTPRequestHandler], port: int, delay_s: float) -> list:
@@ -53,21 +40,38 @@ def start_later(handler: type[BaseHTTPRequestHandler], port: int, delay_s: float
     return holder
 
 
-@pytest.mark.parametrize("ref", ["llamacpp:qwen", "ollama:qwen2.5:7b-instruct"])
-async def test_a_server_that_comes_up_late_is_reached_by_a_retry(ref: str) -> None:
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    model = make_chat_model(
+def chat_model(ref: str, url: str, retry: RetryPolicy | None = None) -> ChatModel:
+    return make_chat_model(
         ref,
         llamacpp_url=url,
         ollama_url=url,
+        openai_url=f"{url}/v1",
         ollama_keep_alive_s=60,
         timeout_s=5,
-        retry=RetryPolicy(retries=4, backoff_s=0.4, max_backoff_s=1.0),
+        retry=retry or RetryPolicy(retries=0),
     )
-    holder = start_later(FakeOpenAI if ref.startswith("llamacpp") else FakeOllama, port, 0.2)
+
+
+async def ask(model: ChatModel, stream: bool) -> ChatReply:
+    messages = [ChatMessage("user", "hi")]
+    if not stream:
+        return await model.complete(messages, max_tokens=8)
+    items = [item async for item in model.stream(messages, max_tokens=8)]
+    assert isinstance(items[-1], ChatReply)
+    return items[-1]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["complete", "stream"])
+@pytest.mark.parametrize("ref", list(FAKES))
+async def test_a_server_that_comes_up_late_is_reached_by_a_retry(ref: str, stream: bool) -> None:
+    reset_fake_openai()
+    port = free_port()
+    model = chat_model(
+        ref, f"http://127.0.0.1:{port}", RetryPolicy(retries=4, backoff_s=0.4, max_backoff_s=1.0)
+    )
+    holder = start_later(FAKES[ref], port, 0.2)
     try:
-        reply = await model.complete([ChatMessage("user", "hi")], max_tokens=8)
+        reply = await ask(model, stream)
     finally:
         await model.aclose()
         for server in holder:
@@ -76,13 +80,14 @@ async def test_a_server_that_comes_up_late_is_reached_by_a_retry(ref: str) -> No
     assert json.loads(reply.text)["relevant"] is True
 
 
-async def test_without_retries_a_refused_connection_is_unavailable_at_once() -> None:
-    url = f"http://127.0.0.1:{free_port()}"
-    model = make_chat_model(
-        "llamacpp:qwen", llamacpp_url=url, ollama_url=url, ollama_keep_alive_s=60, timeout_s=5
-    )
+@pytest.mark.parametrize("stream", [False, True], ids=["complete", "stream"])
+@pytest.mark.parametrize("ref", list(FAKES))
+async def test_without_retries_a_refused_connection_is_unavailable_at_once(
+    ref: str, stream: bool
+) -> None:
+    model = chat_model(ref, f"http://127.0.0.1:{free_port()}")
     try:
         with pytest.raises(DependencyUnavailable, match="unreachable"):
-            await model.complete([ChatMessage("user", "hi")], max_tokens=8)
+            await ask(model, stream)
     finally:
         await model.aclose()

@@ -3,8 +3,9 @@
 No real Ollama server can run on this machine (no binary in any registry, no Docker engine), so
 this test stands a small HTTP server on 127.0.0.1 in Ollama's place. It checks the exact requests
 that ragloop's Ollama wiring (langchain-ollama's ChatOllama and OllamaEmbeddings) sends — model,
-messages, JSON-schema ``format``, options, keep_alive — and answers with Ollama's documented
-response shapes. It does not prove that a real Ollama grades well; compose runs a real one.
+messages, JSON-schema ``format``, options, keep_alive, streaming — and answers with Ollama's
+documented response shapes, streamed as NDJSON pieces as Ollama streams them. It does not prove
+that a real Ollama grades well; compose runs a real one.
 """
 
 from __future__ import annotations
@@ -17,39 +18,26 @@ from typing import ClassVar
 
 import pytest
 
-from ragloop.core.domain import Document
-from ragloop.core.models import make_chat_model, make_embedder
+from ragloop.core.domain import Answer, AnswerDelta, Document
+from ragloop.core.models import ChatMessage, ChatModel, ChatReply, make_chat_model, make_embedder
+from ragloop.generator.prompts import ANSWER_SCHEMA
+from ragloop.generator.stage import ModelGenerator
 from ragloop.grader.prompts import GRADE_SCHEMA
 from ragloop.grader.stage import ModelGrader
+
+GRADE_REPLY = '{"relevant": true, "confidence": 0.9, "reasoning": "states it"}'
 
 
 class FakeOllama(BaseHTTPRequestHandler):
     requests: ClassVar[list[tuple[str, dict]]] = []
-    chat_reply = '{"relevant": true, "confidence": 0.9, "reasoning": "states it"}'
+    chat_reply: ClassVar[str] = GRADE_REPLY
+    piece_chars: ClassVar[int] = 6  # a streamed reply comes in pieces of this many characters
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         FakeOllama.requests.append((self.path, body))
         if self.path == "/api/chat":
-            chunks = [
-                {
-                    "model": body["model"],
-                    "created_at": "2026-11-22T00:00:00Z",
-                    "message": {"role": "assistant", "content": self.chat_reply},
-                    "done": False,
-                },
-                {
-                    "model": body["model"],
-                    "created_at": "2026-11-22T00:00:01Z",
-                    "message": {"role": "assistant", "content": ""},
-                    "done": True,
-                    "done_reason": "stop",
-                    "prompt_eval_count": 42,
-                    "eval_count": 7,
-                },
-            ]
-            payload = "".join(json.dumps(c) + "\n" for c in chunks).encode()
-            content_type = "application/x-ndjson"
+            payload, content_type = self._chat(body)
         elif self.path == "/api/embed":
             payload = json.dumps(
                 {"model": body["model"], "embeddings": [[0.1, 0.2, 0.3] for _ in body["input"]]}
@@ -64,13 +52,34 @@ class FakeOllama(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
+    def _chat(self, body: dict) -> tuple[bytes, str]:
+        """Ollama's chat reply: one object, or (``"stream": true``, Ollama's default) NDJSON
+        message pieces, then a last object with ``done`` and the token counts."""
+        model, reply = body["model"], self.chat_reply
+
+        def message(content: str, **fields: object) -> dict:
+            return {
+                "model": model,
+                "created_at": "2026-11-22T00:00:00Z",
+                "message": {"role": "assistant", "content": content},
+                **fields,
+            }
+
+        done = {"done": True, "done_reason": "stop", "prompt_eval_count": 42, "eval_count": 7}
+        if not body.get("stream", True):
+            return json.dumps(message(reply, **done)).encode(), "application/json"
+        step = self.piece_chars
+        chunks = [message(reply[i : i + step], done=False) for i in range(0, len(reply), step)]
+        chunks.append(message("", **done))
+        return "".join(json.dumps(c) + "\n" for c in chunks).encode(), "application/x-ndjson"
+
     def log_message(self, *args: object) -> None:
         pass
 
 
 @pytest.fixture
 def ollama_url() -> Iterator[str]:
-    FakeOllama.requests = []
+    FakeOllama.requests, FakeOllama.chat_reply = [], GRADE_REPLY
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeOllama)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -81,15 +90,19 @@ def ollama_url() -> Iterator[str]:
         server.server_close()
 
 
-async def test_grader_over_ollama_sends_the_schema_as_format(ollama_url: str) -> None:
-    model = make_chat_model(
+def ollama_model(url: str) -> ChatModel:
+    return make_chat_model(
         "ollama:qwen2.5:7b-instruct",
         llamacpp_url="http://127.0.0.1:1",
-        ollama_url=ollama_url,
+        ollama_url=url,
         ollama_keep_alive_s=300,
         timeout_s=10,
         ollama_num_ctx=4096,
     )
+
+
+async def test_grader_over_ollama_sends_the_schema_as_format(ollama_url: str) -> None:
+    model = ollama_model(ollama_url)
     result = await ModelGrader(model).grade(
         "Who owns the data directory?", [Document("d1", "The retriever owns it.", "s.md")]
     )
@@ -106,6 +119,46 @@ async def test_grader_over_ollama_sends_the_schema_as_format(ollama_url: str) ->
     assert body["options"]["num_ctx"] == 4096
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     assert "<document>\nThe retriever owns it.\n</document>" in body["messages"][1]["content"]
+
+
+async def test_a_streamed_chat_reply_arrives_in_pieces_then_whole(ollama_url: str) -> None:
+    items = [
+        item
+        async for item in ollama_model(ollama_url).stream(
+            [ChatMessage("user", "hi")], json_schema=GRADE_SCHEMA, max_tokens=32
+        )
+    ]
+
+    *pieces, final = items
+    assert len(pieces) > 1 and "".join(pieces) == GRADE_REPLY
+    assert final == ChatReply(GRADE_REPLY, 42, 7)
+    [(path, body)] = FakeOllama.requests
+    assert path == "/api/chat"
+    assert body["stream"] is True
+    assert body["format"] == GRADE_SCHEMA
+    assert body["keep_alive"] == 300
+    assert (body["options"]["num_predict"], body["options"]["num_ctx"]) == (32, 4096)
+
+
+async def test_generator_streams_its_answer_over_ollama(ollama_url: str) -> None:
+    FakeOllama.chat_reply = json.dumps(
+        {"answerable": True, "sentences": [{"source": 1, "text": "The retriever owns it."}]}
+    )
+    documents = [Document("d1", "The retriever owns the data directory.", "s.md")]
+    events = [
+        event
+        async for event in ModelGenerator(ollama_model(ollama_url)).generate_stream(
+            "Who owns the data directory?", documents
+        )
+    ]
+
+    *deltas, answer = events
+    assert len(deltas) > 1 and all(isinstance(d, AnswerDelta) and not d.restart for d in deltas)
+    assert "".join(d.text for d in deltas) == "The retriever owns it."
+    assert isinstance(answer, Answer) and answer.text == "The retriever owns it. [1]"
+    assert (answer.usage.prompt_tokens, answer.usage.completion_tokens) == (42, 7)
+    [(_, body)] = FakeOllama.requests
+    assert body["format"] == ANSWER_SCHEMA and body["stream"] is True
 
 
 def test_embeddings_over_ollama(ollama_url: str) -> None:

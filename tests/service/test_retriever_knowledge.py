@@ -8,7 +8,8 @@ import pytest
 
 from ragloop.v1 import retriever_pb2
 from tests.service.retriever_helpers import (
-    Stub,
+    chunk_count,
+    expect_error,
     ingest,
     retrieve,
     retriever_stub,
@@ -25,18 +26,6 @@ MODES = ("dense", "sparse", "hybrid")
 async def stub(milvus_uri: str):
     async with retriever_stub(milvus_uri) as stub:
         yield stub
-
-
-async def expect_error(call, code: grpc.StatusCode, message: str) -> None:
-    with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await call
-    assert caught.value.code() is code, caught.value.details()
-    assert message in caught.value.details()
-
-
-async def chunk_count(stub: Stub, collection: str = "") -> int:
-    request = retriever_pb2.DescribeCollectionRequest(collection=collection)
-    return (await stub.DescribeCollection(request)).chunk_count
 
 
 # --- delete ------------------------------------------------------------------------------------

@@ -9,7 +9,10 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from ragloop.retriever.__main__ import build_spec
+from ragloop.core.errors import ConfigurationError
+from ragloop.core.models.embeddings import load_minilm_tokenizer
+from ragloop.retriever.__main__ import build_retriever, build_spec
+from ragloop.retriever.chunking import Tokens, chunk_text
 from ragloop.retriever.settings import RetrieverSettings
 from ragloop.retriever.store import MilvusStore
 from ragloop.v1 import retriever_pb2, retriever_pb2_grpc
@@ -173,3 +176,30 @@ async def test_health_and_reflection(tmp_path: Path) -> None:
             "grpc.health.v1.Health",
             "grpc.reflection.v1alpha.ServerReflection",
         }
+
+
+async def test_chunks_can_be_measured_in_the_embedding_models_tokens(milvus_uri: str) -> None:
+    text = "# Milvus Lite\n\n" + " ".join(
+        f"Fact {n}: the embedded database keeps collection number {n} on disk." for n in range(40)
+    )
+    tokens = Tokens(load_minilm_tokenizer())
+    expected = chunk_text(text, size=48, overlap=8, measure=tokens)
+    async with retriever_stub(
+        milvus_uri, chunk_unit="tokens", chunk_size=48, chunk_overlap=8
+    ) as stub:
+        reply = await ingest(stub, source("lite.md", text))
+        assert reply.chunks_written == len(expected)
+        found = await stub.Retrieve(
+            retriever_pb2.RetrieveRequest(query="collection on disk", top_k=100)
+        )
+    assert sorted(d.text for d in found.documents) == sorted(expected)
+    assert all(tokens.length(d.text) <= 48 for d in found.documents)
+    assert all(d.text.startswith("Milvus Lite\n") for d in found.documents)
+
+
+def test_token_chunks_longer_than_the_model_reads_are_refused(tmp_path: Path) -> None:
+    settings = RetrieverSettings(
+        milvus_uri=str(tmp_path / "milvus.db"), chunk_unit="tokens", chunk_size=300
+    )
+    with pytest.raises(ConfigurationError, match="at most 254"):
+        build_retriever(settings)

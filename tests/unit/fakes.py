@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable
+from collections.abc import AsyncGenerator, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from ragloop.core.domain import (
     Answer,
+    AnswerDelta,
     Citation,
     Document,
     Grade,
@@ -21,7 +22,7 @@ from ragloop.core.domain import (
     RewriteAttempt,
 )
 from ragloop.core.models.chat import ChatMessage, ChatReply
-from ragloop.orchestrator.loop import LoopEvent
+from ragloop.orchestrator.events import LoopEvent
 
 
 def doc(doc_id: str, text: str | None = None, *, source: str = "", score: float = 0.5) -> Document:
@@ -221,6 +222,70 @@ class EchoGenerator:
         return [d.id for d in self.calls[0].documents]
 
 
+class StreamingEchoGenerator(EchoGenerator):
+    """An EchoGenerator that can also stream: each id's text as a delta, then the answer."""
+
+    async def generate_stream(
+        self, question: str, documents: list[Document]
+    ) -> AsyncGenerator[AnswerDelta | Answer, None]:
+        answer = await self.generate(question, documents)
+        for number, word in enumerate(answer.text.split(" ")):
+            yield AnswerDelta(word if number == 0 else f" {word}")
+        yield answer
+
+
+class Stall:
+    """A stage call that never answers: it waits until cancelled, and records both moments."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.cancelled = asyncio.Event()
+
+    async def wait(self) -> NoReturn:
+        self.started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
+        raise AssertionError("unreachable")
+
+
+class StallingRetriever(ScriptedRetriever):
+    """A ScriptedRetriever whose call for ``stall_on`` never answers (see Stall)."""
+
+    def __init__(self, results: dict[str, list[Document]], *, stall_on: str) -> None:
+        super().__init__(results)
+        self.stall_on = stall_on
+        self.stall = Stall()
+
+    async def retrieve(
+        self, query: str, *, top_k: int, similarity_threshold: float, **options: Any
+    ) -> RetrievalResult:
+        result = await super().retrieve(
+            query, top_k=top_k, similarity_threshold=similarity_threshold, **options
+        )
+        if query == self.stall_on:
+            await self.stall.wait()
+        return result
+
+
+class StallingGenerator:
+    """Never answers (see Stall); streamed, after a first piece of text."""
+
+    def __init__(self) -> None:
+        self.stall = Stall()
+
+    async def generate(self, question: str, documents: list[Document]) -> Answer:
+        await self.stall.wait()
+
+    async def generate_stream(
+        self, question: str, documents: list[Document]
+    ) -> AsyncGenerator[AnswerDelta | Answer, None]:
+        yield AnswerDelta("The answer")
+        await self.stall.wait()
+
+
 class EventRecorder:
     """An ``on_event`` sink that keeps every event."""
 
@@ -254,6 +319,7 @@ class ScriptedChatModel:
     name: str = "fake:chat"
     prompt_tokens: int = 10
     completion_tokens: int = 3
+    stream_piece_chars: int = 3
     calls: list[ChatCall] = field(default_factory=list)
 
     async def complete(
@@ -267,6 +333,19 @@ class ScriptedChatModel:
         if not self.replies:
             raise AssertionError("ScriptedChatModel called more often than scripted")
         return ChatReply(self.replies.pop(0), self.prompt_tokens, self.completion_tokens)
+
+    async def stream(
+        self,
+        messages: list[ChatMessage],
+        *,
+        json_schema: dict[str, Any] | None = None,
+        max_tokens: int = 512,
+    ) -> AsyncGenerator[str | ChatReply, None]:
+        """The next reply in pieces of ``stream_piece_chars`` characters, then the whole reply."""
+        reply = await self.complete(messages, json_schema=json_schema, max_tokens=max_tokens)
+        for start in range(0, len(reply.text), self.stream_piece_chars):
+            yield reply.text[start : start + self.stream_piece_chars]
+        yield reply
 
     async def aclose(self) -> None:
         return None

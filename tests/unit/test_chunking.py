@@ -1,13 +1,21 @@
-"""chunk_text: sentence packing, size limit, overlap, overlong units."""
+"""chunk_text and Chunker: sentence packing, size limit, overlap, overlong units, Markdown
+sections, text fed in pieces, and sizes in characters or in the embedding model's tokens."""
 
 from __future__ import annotations
 
 import itertools
+import random
+from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
+from ragloop.core.errors import ConfigurationError
+from ragloop.core.models.embeddings import OnnxMiniLMEmbedder, load_minilm_tokenizer
 from ragloop.core.text import split_sentences
-from ragloop.retriever.chunking import chunk_text
+from ragloop.retriever.chunking import MAX_PENDING_CHARS, Chunker, Tokens, chunk_text
+from ragloop.retriever.settings import RetrieverSettings
+from ragloop.retriever.stage import chunk_measure
 
 
 def prose(count: int) -> str:
@@ -126,3 +134,122 @@ def test_a_long_section_repeats_its_heading_in_every_chunk() -> None:
     chunks = chunk_text(f"## Topic\n{body}", size=120, overlap=0)
     assert len(chunks) > 3
     assert all(c.startswith("Topic\n") and len(c) <= 120 for c in chunks)
+
+
+# --- text in pieces -------------------------------------------------------------------------
+
+MARKDOWN = (
+    "Preamble line one.\r\nStill the preamble! Yes.\n\n# Storage\n\nOnly one process may open "
+    "it. The retriever owns it.\n  \n## Deep ##\rDeep text here. 42 is a number.\u2028More.\n"
+    + prose(30)
+    + "\n\n### Empty\n\n## Last\nThe end."
+)
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize(("size", "overlap"), [(60, 0), (120, 40), (400, 100)])
+def test_text_fed_in_pieces_gives_the_same_chunks_as_whole(
+    seed: int, size: int, overlap: int
+) -> None:
+    rng = random.Random(seed)
+    chunker = Chunker(size=size, overlap=overlap)
+    chunks: list[str] = []
+    start = 0
+    while start < len(MARKDOWN):  # pieces end anywhere: mid-word, between "\r" and "\n"...
+        end = start + rng.randint(1, 40)
+        chunks += chunker.feed(MARKDOWN[start:end])
+        start = end
+    chunks += chunker.close()
+    assert chunks == chunk_text(MARKDOWN, size=size, overlap=overlap)
+    assert any(c.startswith("Deep\n") for c in chunks) and "Empty" in chunks
+
+
+def test_chunks_come_out_while_text_still_arrives() -> None:
+    # One line, no sentence end, no paragraph break: the worst case for holding text back.
+    words = (f"word{n}" for n in range(400_000))
+    chunker = Chunker(size=1000, overlap=100)
+    emitted = 0
+    for _ in range(100):
+        piece = " ".join(next(words) for _ in range(4000)) + " "
+        emitted += len(chunker.feed(piece))
+    rest = chunker.close()
+    # All but the last few chunks were out before the text ended: what is held back is bounded.
+    assert emitted > 3000 and len(rest) <= 100
+    held_back = sum(len(c) for c in rest)
+    assert held_back < 2 * MAX_PENDING_CHARS
+
+
+def test_a_long_line_without_breaks_loses_no_word() -> None:
+    text = " ".join(f"w{n}" for n in range(60_000))  # longer than MAX_PENDING_CHARS, one line
+    chunks = chunk_text(text, size=500, overlap=0)
+    assert " ".join(chunks).split() == text.split()
+
+
+# --- tokens ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Any:
+    return load_minilm_tokenizer()
+
+
+def token_count(tokenizer: Any, text: str) -> int:
+    return len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+@pytest.mark.parametrize(("size", "overlap"), [(16, 0), (40, 10), (128, 32)])
+def test_token_chunks_fit_the_size_in_the_models_own_tokens(
+    tokenizer: Any, size: int, overlap: int
+) -> None:
+    text = MARKDOWN + " Straße, naïve café — 東京 tokens. " + "Antidisestablishmentarianism " * 20
+    chunks = chunk_text(text, size=size, overlap=overlap, measure=Tokens(tokenizer))
+    counts = [token_count(tokenizer, c) for c in chunks]
+    assert len(chunks) > 3
+    assert all(0 < n <= size for n in counts), counts
+    assert max(counts) > size // 2  # packed, not one sentence each
+    assert any(c.startswith("Storage\n") for c in chunks)
+
+
+def test_token_and_character_units_differ_as_expected(tokenizer: Any) -> None:
+    text = prose(60)
+    by_characters = chunk_text(text, size=400, overlap=0)
+    by_tokens = chunk_text(text, size=100, overlap=0, measure=Tokens(tokenizer))
+    # These sentences hold about 4.5 characters per word piece, so 100 tokens ≈ 450 characters.
+    assert all(len(c) <= 400 for c in by_characters)
+    assert any(len(c) > 400 for c in by_tokens)
+    assert " ".join(by_tokens).split() == text.split()
+
+
+def test_a_word_longer_than_the_size_is_cut_at_a_token_boundary(tokenizer: Any) -> None:
+    word = "pneumonoultramicroscopicsilicovolcanoconiosis" * 2  # 90 characters, many pieces
+    chunks = chunk_text(word, size=8, overlap=0, measure=Tokens(tokenizer))
+    assert "".join(chunks) == word
+    assert all(token_count(tokenizer, c) <= 8 for c in chunks)
+
+
+class OtherEmbedder:
+    """An embedding model whose tokenizer ragloop does not have (never asked to embed)."""
+
+    name = "ollama:nomic-embed-text"
+    dimension = 768
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        raise AssertionError("not expected to embed")
+
+
+def test_the_model_limit_for_token_chunks_is_enforced() -> None:
+    embedder = OnnxMiniLMEmbedder()
+    assert chunk_measure("tokens", embedder, 254).unit == "tokens"
+    assert chunk_measure("characters", embedder, 8000).unit == "characters"
+    with pytest.raises(ConfigurationError, match=r"256 word pieces.*at most 254"):
+        chunk_measure("tokens", embedder, 255)
+    with pytest.raises(ConfigurationError, match="tokenizer"):
+        chunk_measure("tokens", OtherEmbedder(), 100)
+
+
+def test_chunk_settings_are_checked_per_unit() -> None:
+    assert RetrieverSettings(chunk_unit="tokens", chunk_size=16, chunk_overlap=4).chunk_size == 16
+    with pytest.raises(ValidationError, match="at least 100 characters"):
+        RetrieverSettings(chunk_size=50, chunk_overlap=10)
+    with pytest.raises(ValidationError, match="chunk_size"):
+        RetrieverSettings(chunk_unit="tokens", chunk_size=8, chunk_overlap=0)

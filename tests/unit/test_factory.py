@@ -7,7 +7,11 @@ from typing import Any
 import pytest
 
 from ragloop.core.errors import ConfigurationError
-from ragloop.core.models.chat import LlamaCppChatModel, OllamaChatModel
+from ragloop.core.models.chat import (
+    LlamaCppChatModel,
+    OllamaChatModel,
+    OpenAICompatibleChatModel,
+)
 from ragloop.core.models.embeddings import OllamaEmbedder
 from ragloop.core.models.factory import make_chat_model, make_embedder, parse_model_ref
 
@@ -53,7 +57,22 @@ def test_make_chat_model_ollama() -> None:
     assert model.name == "ollama:qwen2.5:7b-instruct"
 
 
-@pytest.mark.parametrize("ref", ["openai:gpt-4o", "local:all-minilm-l6-v2"])
+async def test_make_chat_model_openai_compatible() -> None:
+    model = make_chat_model("openai:gpt-4o-mini", openai_url="http://127.0.0.1:3/v1", **CHAT_URLS)
+    try:
+        assert isinstance(model, OpenAICompatibleChatModel)
+        assert not isinstance(model, LlamaCppChatModel)
+        assert model.name == "openai:gpt-4o-mini"
+    finally:
+        await model.aclose()
+
+
+def test_make_chat_model_openai_needs_a_base_url() -> None:
+    with pytest.raises(ConfigurationError, match="base URL"):
+        make_chat_model("openai:gpt-4o-mini", **CHAT_URLS)
+
+
+@pytest.mark.parametrize("ref", ["anthropic:claude", "local:all-minilm-l6-v2"])
 def test_make_chat_model_rejects_an_unknown_provider(ref: str) -> None:
     with pytest.raises(ConfigurationError, match="unknown chat provider"):
         make_chat_model(ref, **CHAT_URLS)

@@ -8,7 +8,7 @@ from pymilvus import RRFRanker, WeightedRanker
 from ragloop.core.errors import InvalidInput
 from ragloop.core.grpc import convert
 from ragloop.core.validation import tenant_id
-from ragloop.retriever.schema import supports_bm25
+from ragloop.retriever.schema import ServerFeatures, supports_bm25
 from ragloop.retriever.search import Fusion, checked_mode, cosines
 from ragloop.retriever.store import chunk_id
 from ragloop.v1 import retriever_pb2
@@ -27,6 +27,21 @@ from ragloop.v1 import retriever_pb2
 )
 def test_bm25_needs_milvus_2_5(version: str, expected: bool) -> None:
     assert supports_bm25(version) is expected
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [
+        ("v2.3.5-lite", False),
+        ("v2.3.10", False),
+        ("v2.3.11", True),
+        ("v2.4", True),
+        ("milvus_lite-3.2.2", True),
+        ("unknown", True),
+    ],
+)
+def test_upserts_respect_partition_keys_from_milvus_2_3_11(version: str, expected: bool) -> None:
+    assert ServerFeatures.of(version).partition_key is expected
 
 
 def test_modes_round_trip_through_the_proto_enum() -> None:

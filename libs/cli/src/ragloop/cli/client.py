@@ -1,5 +1,5 @@
-"""A small client of the orchestrator's REST API: one method per endpoint the CLI uses, and two
-errors for the expected failures (server unreachable, server said no)."""
+"""A small client of the orchestrator's REST API: one method per endpoint the CLI uses; transport
+and HTTP failures become the CLI's errors (ragloop.cli.errors)."""
 
 from __future__ import annotations
 
@@ -9,33 +9,11 @@ from urllib.parse import quote
 
 import httpx
 
+from ragloop.cli.errors import ApiError, CliError, Unreachable
+
 DEFAULT_URL = "http://127.0.0.1:8000"  # the orchestrator's default RAGLOOP_HTTP_PORT
 DEFAULT_TIMEOUT_S = 600.0  # a query may take minutes: several model calls per round
 CONNECT_TIMEOUT_S = 10.0
-
-
-class CliError(Exception):
-    """An expected failure: printed as one line, never as a traceback."""
-
-    exit_code = 1
-
-
-class Unreachable(CliError):
-    exit_code = 2
-
-    def __init__(self, url: str, reason: str) -> None:
-        super().__init__(
-            f"cannot reach the orchestrator at {url}: {reason}; is it running? "
-            "Start it with `ragloop serve` or `make run`, or point --url / RAGLOOP_URL at it."
-        )
-
-
-class ApiError(CliError):
-    """The server answered with an HTTP error."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def error_message(response: httpx.Response) -> str:
@@ -49,8 +27,9 @@ def error_message(response: httpx.Response) -> str:
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         error = body["error"]
         message = str(error.get("message", ""))
-        if error.get("stage") and error["stage"] not in message:
-            message = f"{error['stage']}: {message}"
+        stage = error.get("stage")
+        if stage and response.status_code >= 500 and stage not in message:
+            message = f"{stage}: {message}"  # which stage is down or slow
         if error.get("decision_path"):
             message += f" (decision path: {' → '.join(error['decision_path'])})"
     elif isinstance(body, dict) and isinstance(body.get("detail"), list):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,12 +105,44 @@ class Answer:
 
 
 @dataclass(frozen=True)
+class AnswerDelta:
+    """A piece of an answer's text while the model writes it; the ``Answer`` follows."""
+
+    text: str  # to append to the text received so far
+    restart: bool = False  # discard the text received so far first
+
+
+@dataclass(frozen=True)
 class SourceDocument:
     """A whole document to ingest."""
 
     source: str
     text: str
     metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StreamedDocument:
+    """A document whose text arrives in pieces (joined as they are), so that a large one is
+    never whole in memory. A consumer reads all of one document's ``pieces`` before the next."""
+
+    source: str
+    pieces: AsyncIterable[str]
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, document: SourceDocument) -> StreamedDocument:
+        return cls(document.source, _one_piece(document.text), document.metadata)
+
+
+async def _one_piece(text: str) -> AsyncIterator[str]:
+    yield text
+
+
+async def one_by_one(documents: Iterable[StreamedDocument]) -> AsyncIterator[StreamedDocument]:
+    """``documents`` as the asynchronous iterable that ``ingest_stream`` reads."""
+    for document in documents:
+        yield document
 
 
 @dataclass(frozen=True)

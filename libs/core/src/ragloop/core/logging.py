@@ -1,4 +1,5 @@
-"""JSON logging, one line per record, configured once per process by its entry point."""
+"""JSON logging, one line per record, configured once per process by its entry point. Every
+record logged while a request is handled carries its ``request_id``."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import json
 import logging
 import sys
 from datetime import UTC, datetime
+
+from ragloop.core import context
 
 _STANDARD_ATTRS = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 
@@ -24,17 +27,31 @@ class JsonFormatter(logging.Formatter):
             "msg": record.getMessage(),
         }
         entry.update({k: v for k, v in record.__dict__.items() if k not in _STANDARD_ATTRS})
+        if not entry.get("request_id"):  # a line logged outside any request
+            entry.pop("request_id", None)
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
         return json.dumps(entry, default=str)
 
 
+class RequestIdFilter(logging.Filter):
+    """Adds the current request id (``context.request_id``, "" outside a request) to a record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not getattr(record, "request_id", ""):
+            record.request_id = context.request_id.get()
+        return True
+
+
 def configure_logging(service: str, level: str = "INFO", *, json_format: bool = True) -> None:
     handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(RequestIdFilter())
     if json_format:
         handler.setFormatter(JsonFormatter(service))
     else:
-        handler.setFormatter(logging.Formatter(f"%(asctime)s {service} %(levelname)s %(message)s"))
+        handler.setFormatter(
+            logging.Formatter(f"%(asctime)s {service} %(levelname)s [%(request_id)s] %(message)s")
+        )
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

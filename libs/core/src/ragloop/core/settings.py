@@ -6,9 +6,9 @@ read when a settings object is created — never at import time.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 if TYPE_CHECKING:
@@ -26,6 +26,12 @@ class CommonSettings(BaseSettings):
     shutdown_grace_s: float = Field(
         5.0, gt=0, description="Seconds in-flight calls get to finish on SIGTERM."
     )
+    metrics_port: Annotated[int, Field(ge=0, le=65535)] | Literal["auto"] = Field(
+        "auto",
+        description="Port of a stage's Prometheus `/metrics` (0: off; `auto`: 9101 retriever, "
+        "9102 grader, 9103 rewriter, 9104 generator). The orchestrator serves `/metrics` on its "
+        "REST port.",
+    )
 
 
 class ModelProviderSettings(CommonSettings):
@@ -42,15 +48,26 @@ class ChatModelSettings(ModelProviderSettings):
 
     chat_model: str = Field(
         "llamacpp:qwen2.5-coder-1.5b-instruct",
-        description="Provider-qualified chat model: `llamacpp:NAME` or `ollama:NAME`.",
+        description="Provider-qualified chat model: `llamacpp:NAME`, `ollama:NAME` or "
+        "`openai:NAME` (any OpenAI-compatible server).",
     )
     llamacpp_url: str = Field(
         "http://127.0.0.1:8090", description="Base URL of llama.cpp's OpenAI-compatible server."
     )
+    openai_url: str = Field(
+        "https://api.openai.com/v1",
+        description="Base URL of the OpenAI-compatible server of `openai:` models, up to "
+        "`/chat/completions` (vLLM: `http://HOST:8000/v1`, LM Studio: `http://HOST:1234/v1`).",
+    )
+    openai_api_key: SecretStr = Field(
+        SecretStr(""),
+        description="API key sent as a bearer token to the OpenAI-compatible server (empty: none).",
+    )
     model_timeout_s: float = Field(
         120.0,
         gt=0,
-        description="Timeout of one chat model call; a call that times out is not retried.",
+        description="Timeout of one chat model call (streamed: of each wait for the next piece); "
+        "a call that times out is not retried.",
     )
     model_retries: int = Field(
         2, ge=0, le=10, description="Retries of a chat model call whose connection failed."
@@ -76,6 +93,8 @@ class ChatModelSettings(ModelProviderSettings):
             ollama_keep_alive_s=self.ollama_keep_alive_s,
             timeout_s=self.model_timeout_s,
             ollama_num_ctx=self.ollama_num_ctx,
+            openai_url=self.openai_url,
+            openai_api_key=self.openai_api_key.get_secret_value(),
             retry=RetryPolicy(
                 self.model_retries, self.model_retry_backoff_s, self.model_retry_max_backoff_s
             ),

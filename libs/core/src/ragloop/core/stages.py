@@ -3,6 +3,7 @@ both implement them, so the loop runs unchanged over either."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterable
 from typing import Any, Protocol
 
 from ragloop.core.domain import (
@@ -17,6 +18,7 @@ from ragloop.core.domain import (
     Rewrite,
     RewriteAttempt,
     SourceDocument,
+    StreamedDocument,
 )
 
 
@@ -43,6 +45,16 @@ class Ingestor(Protocol):
     async def ingest(
         self, documents: list[SourceDocument], *, collection: str = "", tenant: str = ""
     ) -> IngestResult: ...
+
+    async def ingest_stream(
+        self,
+        documents: AsyncIterable[StreamedDocument],
+        *,
+        collection: str = "",
+        tenant: str = "",
+    ) -> IngestResult:
+        """Like ``ingest`` for documents of any size, read piece by piece."""
+        ...
 
     async def describe(self, collection: str = "") -> CollectionInfo: ...
 

@@ -44,3 +44,19 @@ class GenerateAnswerResponse(_message.Message):
     uncited_sentences: int
     hallucination_risk: float
     def __init__(self, answer: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ..., grounded: _Optional[bool] = ..., usage: _Optional[_Union[_common_pb2.ModelUsage, _Mapping]] = ..., removed_citations: _Optional[_Iterable[int]] = ..., uncited_sentences: _Optional[int] = ..., hallucination_risk: _Optional[float] = ...) -> None: ...
+
+class GenerateAnswerEvent(_message.Message):
+    __slots__ = ("delta", "answer")
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_FIELD_NUMBER: _ClassVar[int]
+    delta: AnswerDelta
+    answer: GenerateAnswerResponse
+    def __init__(self, delta: _Optional[_Union[AnswerDelta, _Mapping]] = ..., answer: _Optional[_Union[GenerateAnswerResponse, _Mapping]] = ...) -> None: ...
+
+class AnswerDelta(_message.Message):
+    __slots__ = ("text", "restart")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    RESTART_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    restart: bool
+    def __init__(self, text: _Optional[str] = ..., restart: _Optional[bool] = ...) -> None: ...

@@ -40,6 +40,11 @@ class GeneratorServiceStub:
                 request_serializer=ragloop_dot_v1_dot_generator__pb2.GenerateAnswerRequest.SerializeToString,
                 response_deserializer=ragloop_dot_v1_dot_generator__pb2.GenerateAnswerResponse.FromString,
                 _registered_method=True)
+        self.GenerateAnswerStream = channel.unary_stream(
+                '/ragloop.v1.GeneratorService/GenerateAnswerStream',
+                request_serializer=ragloop_dot_v1_dot_generator__pb2.GenerateAnswerRequest.SerializeToString,
+                response_deserializer=ragloop_dot_v1_dot_generator__pb2.GenerateAnswerEvent.FromString,
+                _registered_method=True)
 
 
 class GeneratorServiceServicer:
@@ -53,6 +58,14 @@ class GeneratorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GenerateAnswerStream(self, request, context):
+        """Streams the answer's text as the model writes it, then ends with the response that
+        GenerateAnswer returns for the same request. Fails with the same status codes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_GeneratorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -60,6 +73,11 @@ def add_GeneratorServiceServicer_to_server(servicer, server):
                     servicer.GenerateAnswer,
                     request_deserializer=ragloop_dot_v1_dot_generator__pb2.GenerateAnswerRequest.FromString,
                     response_serializer=ragloop_dot_v1_dot_generator__pb2.GenerateAnswerResponse.SerializeToString,
+            ),
+            'GenerateAnswerStream': grpc.unary_stream_rpc_method_handler(
+                    servicer.GenerateAnswerStream,
+                    request_deserializer=ragloop_dot_v1_dot_generator__pb2.GenerateAnswerRequest.FromString,
+                    response_serializer=ragloop_dot_v1_dot_generator__pb2.GenerateAnswerEvent.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -90,6 +108,33 @@ class GeneratorService:
             '/ragloop.v1.GeneratorService/GenerateAnswer',
             ragloop_dot_v1_dot_generator__pb2.GenerateAnswerRequest.SerializeToString,
             ragloop_dot_v1_dot_generator__pb2.GenerateAnswerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GenerateAnswerStream(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/ragloop.v1.GeneratorService/GenerateAnswerStream',
+            ragloop_dot_v1_dot_generator__pb2.GenerateAnswerRequest.SerializeToString,
+            ragloop_dot_v1_dot_generator__pb2.GenerateAnswerEvent.FromString,
             options,
             channel_credentials,
             insecure,

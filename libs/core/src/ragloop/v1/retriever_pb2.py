@@ -26,15 +26,15 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from ragloop.v1 import common_pb2 as ragloop_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1aragloop/v1/retriever.proto\x12\nragloop.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x17ragloop/v1/common.proto\"\xc4\x01\n\x0fRetrieveRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x1c\n\x14similarity_threshold\x18\x03 \x01(\x02\x12\x12\n\ncollection\x18\x04 \x01(\t\x12\'\n\x04mode\x18\x05 \x01(\x0e\x32\x19.ragloop.v1.RetrievalMode\x12(\n\x07\x66ilters\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0e\n\x06tenant\x18\x07 \x01(\t\"\x92\x01\n\x10RetrieveResponse\x12\'\n\tdocuments\x18\x01 \x03(\x0b\x32\x14.ragloop.v1.Document\x12\x13\n\x0btotal_found\x18\x02 \x01(\x05\x12\x17\n\x0f\x65mbedding_model\x18\x03 \x01(\t\x12\'\n\x04mode\x18\x04 \x01(\x0e\x32\x19.ragloop.v1.RetrievalMode\"Y\n\x0eSourceDocument\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12)\n\x08metadata\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\"k\n\x16IngestDocumentsRequest\x12\x12\n\ncollection\x18\x01 \x01(\t\x12-\n\tdocuments\x18\x02 \x03(\x0b\x32\x1a.ragloop.v1.SourceDocument\x12\x0e\n\x06tenant\x18\x03 \x01(\t\"5\n\x0eIngestedSource\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x13\n\x0b\x63hunk_count\x18\x02 \x01(\x05\"r\n\x17IngestDocumentsResponse\x12+\n\x07sources\x18\x01 \x03(\x0b\x32\x1a.ragloop.v1.IngestedSource\x12\x16\n\x0e\x63hunks_written\x18\x02 \x01(\x05\x12\x12\n\ncollection\x18\x03 \x01(\t\"/\n\x19\x44\x65scribeCollectionRequest\x12\x12\n\ncollection\x18\x01 \x01(\t\"\xa5\x01\n\x1a\x44\x65scribeCollectionResponse\x12\x12\n\ncollection\x18\x01 \x01(\t\x12\x0e\n\x06\x65xists\x18\x02 \x01(\x08\x12\x13\n\x0b\x63hunk_count\x18\x03 \x01(\x03\x12\x17\n\x0f\x65mbedding_model\x18\x04 \x01(\t\x12\x11\n\tdimension\x18\x05 \x01(\x05\x12\x11\n\tfull_text\x18\x06 \x01(\x08\x12\x0f\n\x07tenants\x18\x07 \x01(\x08\"I\n\x13\x44\x65leteSourceRequest\x12\x12\n\ncollection\x18\x01 \x01(\t\x12\x0e\n\x06source\x18\x02 \x01(\t\x12\x0e\n\x06tenant\x18\x03 \x01(\t\"R\n\x14\x44\x65leteSourceResponse\x12\x16\n\x0e\x63hunks_deleted\x18\x01 \x01(\x05\x12\x12\n\ncollection\x18\x02 \x01(\t\x12\x0e\n\x06source\x18\x03 \x01(\t\"\x18\n\x16ListCollectionsRequest\"V\n\x17ListCollectionsResponse\x12;\n\x0b\x63ollections\x18\x01 \x03(\x0b\x32&.ragloop.v1.DescribeCollectionResponse\"-\n\x17\x43reateCollectionRequest\x12\x12\n\ncollection\x18\x01 \x01(\t\"V\n\x18\x43reateCollectionResponse\x12:\n\ncollection\x18\x01 \x01(\x0b\x32&.ragloop.v1.DescribeCollectionResponse\"+\n\x15\x44ropCollectionRequest\x12\x12\n\ncollection\x18\x01 \x01(\t\"\x18\n\x16\x44ropCollectionResponse*\x7f\n\rRetrievalMode\x12\x1e\n\x1aRETRIEVAL_MODE_UNSPECIFIED\x10\x00\x12\x18\n\x14RETRIEVAL_MODE_DENSE\x10\x01\x12\x19\n\x15RETRIEVAL_MODE_SPARSE\x10\x02\x12\x19\n\x15RETRIEVAL_MODE_HYBRID\x10\x03\x32\x81\x05\n\x10RetrieverService\x12\x45\n\x08Retrieve\x12\x1b.ragloop.v1.RetrieveRequest\x1a\x1c.ragloop.v1.RetrieveResponse\x12Z\n\x0fIngestDocuments\x12\".ragloop.v1.IngestDocumentsRequest\x1a#.ragloop.v1.IngestDocumentsResponse\x12\x63\n\x12\x44\x65scribeCollection\x12%.ragloop.v1.DescribeCollectionRequest\x1a&.ragloop.v1.DescribeCollectionResponse\x12Q\n\x0c\x44\x65leteSource\x12\x1f.ragloop.v1.DeleteSourceRequest\x1a .ragloop.v1.DeleteSourceResponse\x12Z\n\x0fListCollections\x12\".ragloop.v1.ListCollectionsRequest\x1a#.ragloop.v1.ListCollectionsResponse\x12]\n\x10\x43reateCollection\x12#.ragloop.v1.CreateCollectionRequest\x1a$.ragloop.v1.CreateCollectionResponse\x12W\n\x0e\x44ropCollection\x12!.ragloop.v1.DropCollectionRequest\x1a\".ragloop.v1.DropCollectionResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1aragloop/v1/retriever.proto\x12\nragloop.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x17ragloop/v1/common.proto\"\xc4\x01\n\x0fRetrieveRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05top_k\x18\x02 \x01(\x05\x12\x1c\n\x14similarity_threshold\x18\x03 \x01(\x02\x12\x12\n\ncollection\x18\x04 \x01(\t\x12\'\n\x04mode\x18\x05 \x01(\x0e\x32\x19.ragloop.v1.RetrievalMode\x12(\n\x07\x66ilters\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0e\n\x06tenant\x18\x07 \x01(\t\"\x92\x01\n\x10RetrieveResponse\x12\'\n\tdocuments\x18\x01 \x03(\x0b\x32\x14.ragloop.v1.Document\x12\x13\n\x0btotal_found\x18\x02 \x01(\x05\x12\x17\n\x0f\x65mbedding_model\x18\x03 \x01(\t\x12\'\n\x04mode\x18\x04 \x01(\x0e\x32\x19.ragloop.v1.RetrievalMode\"Y\n\x0eSourceDocument\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12)\n\x08metadata\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\"k\n\x16IngestDocumentsRequest\x12\x12\n\ncollection\x18\x01 \x01(\t\x12-\n\tdocuments\x18\x02 \x03(\x0b\x32\x1a.ragloop.v1.SourceDocument\x12\x0e\n\x06tenant\x18\x03 \x01(\t\"\x96\x01\n\x1bIngestDocumentStreamRequest\x12\x30\n\x06header\x18\x01 \x01(\x0b\x32\x1e.ragloop.v1.IngestStreamHeaderH\x00\x12-\n\x08\x64ocument\x18\x02 \x01(\x0b\x32\x19.ragloop.v1.DocumentStartH\x00\x12\x0e\n\x04text\x18\x03 \x01(\tH\x00\x42\x06\n\x04part\"8\n\x12IngestStreamHeader\x12\x12\n\ncollection\x18\x01 \x01(\t\x12\x0e\n\x06tenant\x18\x02 \x01(\t\"J\n\rDocumentStart\x12\x0e\n\x06source\x18\x01 \x01(\t\x12)\n\x08metadata\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"w\n\x1cIngestDocumentStreamResponse\x12+\n\x07sources\x18\x01 \x03(\x0b\x32\x1a.ragloop.v1.IngestedSource\x12\x16\n\x0e\x63hunks_written\x18\x02 \x01(\x05\x12\x12\n\ncollection\x18\x03 \x01(\t\"5\n\x0eIngestedSource\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x13\n\x0b\x63hunk_count\x18\x02 \x01(\x05\"r\n\x17IngestDocumentsResponse\x12+\n\x07sources\x18\x01 \x03(\x0b\x32\x1a.ragloop.v1.IngestedSource\x12\x16\n\x0e\x63hunks_written\x18\x02 \x01(\x05\x12\x12\n\ncollection\x18\x03 \x01(\t\"/\n\x19\x44\x65scribeCollectionRequest\x12\x12\n\ncollection\x18\x01 \x01(\t\"\xa5\x01\n\x1a\x44\x65scribeCollectionResponse\x12\x12\n\ncollection\x18\x01 \x01(\t\x12\x0e\n\x06\x65xists\x18\x02 \x01(\x08\x12\x13\n\x0b\x63hunk_count\x18\x03 \x01(\x03\x12\x17\n\x0f\x65mbedding_model\x18\x04 \x01(\t\x12\x11\n\tdimension\x18\x05 \x01(\x05\x12\x11\n\tfull_text\x18\x06 \x01(\x08\x12\x0f\n\x07tenants\x18\x07 \x01(\x08\"I\n\x13\x44\x65leteSourceRequest\x12\x12\n\ncollection\x18\x01 \x01(\t\x12\x0e\n\x06source\x18\x02 \x01(\t\x12\x0e\n\x06tenant\x18\x03 \x01(\t\"R\n\x14\x44\x65leteSourceResponse\x12\x16\n\x0e\x63hunks_deleted\x18\x01 \x01(\x05\x12\x12\n\ncollection\x18\x02 \x01(\t\x12\x0e\n\x06source\x18\x03 \x01(\t\"\x18\n\x16ListCollectionsRequest\"V\n\x17ListCollectionsResponse\x12;\n\x0b\x63ollections\x18\x01 \x03(\x0b\x32&.ragloop.v1.DescribeCollectionResponse\"-\n\x17\x43reateCollectionRequest\x12\x12\n\ncollection\x18\x01 \x01(\t\"V\n\x18\x43reateCollectionResponse\x12:\n\ncollection\x18\x01 \x01(\x0b\x32&.ragloop.v1.DescribeCollectionResponse\"+\n\x15\x44ropCollectionRequest\x12\x12\n\ncollection\x18\x01 \x01(\t\"\x18\n\x16\x44ropCollectionResponse*\x7f\n\rRetrievalMode\x12\x1e\n\x1aRETRIEVAL_MODE_UNSPECIFIED\x10\x00\x12\x18\n\x14RETRIEVAL_MODE_DENSE\x10\x01\x12\x19\n\x15RETRIEVAL_MODE_SPARSE\x10\x02\x12\x19\n\x15RETRIEVAL_MODE_HYBRID\x10\x03\x32\xee\x05\n\x10RetrieverService\x12\x45\n\x08Retrieve\x12\x1b.ragloop.v1.RetrieveRequest\x1a\x1c.ragloop.v1.RetrieveResponse\x12Z\n\x0fIngestDocuments\x12\".ragloop.v1.IngestDocumentsRequest\x1a#.ragloop.v1.IngestDocumentsResponse\x12k\n\x14IngestDocumentStream\x12\'.ragloop.v1.IngestDocumentStreamRequest\x1a(.ragloop.v1.IngestDocumentStreamResponse(\x01\x12\x63\n\x12\x44\x65scribeCollection\x12%.ragloop.v1.DescribeCollectionRequest\x1a&.ragloop.v1.DescribeCollectionResponse\x12Q\n\x0c\x44\x65leteSource\x12\x1f.ragloop.v1.DeleteSourceRequest\x1a .ragloop.v1.DeleteSourceResponse\x12Z\n\x0fListCollections\x12\".ragloop.v1.ListCollectionsRequest\x1a#.ragloop.v1.ListCollectionsResponse\x12]\n\x10\x43reateCollection\x12#.ragloop.v1.CreateCollectionRequest\x1a$.ragloop.v1.CreateCollectionResponse\x12W\n\x0e\x44ropCollection\x12!.ragloop.v1.DropCollectionRequest\x1a\".ragloop.v1.DropCollectionResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ragloop.v1.retriever_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_RETRIEVALMODE']._serialized_start=1512
-  _globals['_RETRIEVALMODE']._serialized_end=1639
+  _globals['_RETRIEVALMODE']._serialized_start=1920
+  _globals['_RETRIEVALMODE']._serialized_end=2047
   _globals['_RETRIEVEREQUEST']._serialized_start=98
   _globals['_RETRIEVEREQUEST']._serialized_end=294
   _globals['_RETRIEVERESPONSE']._serialized_start=297
@@ -43,30 +43,38 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SOURCEDOCUMENT']._serialized_end=534
   _globals['_INGESTDOCUMENTSREQUEST']._serialized_start=536
   _globals['_INGESTDOCUMENTSREQUEST']._serialized_end=643
-  _globals['_INGESTEDSOURCE']._serialized_start=645
-  _globals['_INGESTEDSOURCE']._serialized_end=698
-  _globals['_INGESTDOCUMENTSRESPONSE']._serialized_start=700
-  _globals['_INGESTDOCUMENTSRESPONSE']._serialized_end=814
-  _globals['_DESCRIBECOLLECTIONREQUEST']._serialized_start=816
-  _globals['_DESCRIBECOLLECTIONREQUEST']._serialized_end=863
-  _globals['_DESCRIBECOLLECTIONRESPONSE']._serialized_start=866
-  _globals['_DESCRIBECOLLECTIONRESPONSE']._serialized_end=1031
-  _globals['_DELETESOURCEREQUEST']._serialized_start=1033
-  _globals['_DELETESOURCEREQUEST']._serialized_end=1106
-  _globals['_DELETESOURCERESPONSE']._serialized_start=1108
-  _globals['_DELETESOURCERESPONSE']._serialized_end=1190
-  _globals['_LISTCOLLECTIONSREQUEST']._serialized_start=1192
-  _globals['_LISTCOLLECTIONSREQUEST']._serialized_end=1216
-  _globals['_LISTCOLLECTIONSRESPONSE']._serialized_start=1218
-  _globals['_LISTCOLLECTIONSRESPONSE']._serialized_end=1304
-  _globals['_CREATECOLLECTIONREQUEST']._serialized_start=1306
-  _globals['_CREATECOLLECTIONREQUEST']._serialized_end=1351
-  _globals['_CREATECOLLECTIONRESPONSE']._serialized_start=1353
-  _globals['_CREATECOLLECTIONRESPONSE']._serialized_end=1439
-  _globals['_DROPCOLLECTIONREQUEST']._serialized_start=1441
-  _globals['_DROPCOLLECTIONREQUEST']._serialized_end=1484
-  _globals['_DROPCOLLECTIONRESPONSE']._serialized_start=1486
-  _globals['_DROPCOLLECTIONRESPONSE']._serialized_end=1510
-  _globals['_RETRIEVERSERVICE']._serialized_start=1642
-  _globals['_RETRIEVERSERVICE']._serialized_end=2283
+  _globals['_INGESTDOCUMENTSTREAMREQUEST']._serialized_start=646
+  _globals['_INGESTDOCUMENTSTREAMREQUEST']._serialized_end=796
+  _globals['_INGESTSTREAMHEADER']._serialized_start=798
+  _globals['_INGESTSTREAMHEADER']._serialized_end=854
+  _globals['_DOCUMENTSTART']._serialized_start=856
+  _globals['_DOCUMENTSTART']._serialized_end=930
+  _globals['_INGESTDOCUMENTSTREAMRESPONSE']._serialized_start=932
+  _globals['_INGESTDOCUMENTSTREAMRESPONSE']._serialized_end=1051
+  _globals['_INGESTEDSOURCE']._serialized_start=1053
+  _globals['_INGESTEDSOURCE']._serialized_end=1106
+  _globals['_INGESTDOCUMENTSRESPONSE']._serialized_start=1108
+  _globals['_INGESTDOCUMENTSRESPONSE']._serialized_end=1222
+  _globals['_DESCRIBECOLLECTIONREQUEST']._serialized_start=1224
+  _globals['_DESCRIBECOLLECTIONREQUEST']._serialized_end=1271
+  _globals['_DESCRIBECOLLECTIONRESPONSE']._serialized_start=1274
+  _globals['_DESCRIBECOLLECTIONRESPONSE']._serialized_end=1439
+  _globals['_DELETESOURCEREQUEST']._serialized_start=1441
+  _globals['_DELETESOURCEREQUEST']._serialized_end=1514
+  _globals['_DELETESOURCERESPONSE']._serialized_start=1516
+  _globals['_DELETESOURCERESPONSE']._serialized_end=1598
+  _globals['_LISTCOLLECTIONSREQUEST']._serialized_start=1600
+  _globals['_LISTCOLLECTIONSREQUEST']._serialized_end=1624
+  _globals['_LISTCOLLECTIONSRESPONSE']._serialized_start=1626
+  _globals['_LISTCOLLECTIONSRESPONSE']._serialized_end=1712
+  _globals['_CREATECOLLECTIONREQUEST']._serialized_start=1714
+  _globals['_CREATECOLLECTIONREQUEST']._serialized_end=1759
+  _globals['_CREATECOLLECTIONRESPONSE']._serialized_start=1761
+  _globals['_CREATECOLLECTIONRESPONSE']._serialized_end=1847
+  _globals['_DROPCOLLECTIONREQUEST']._serialized_start=1849
+  _globals['_DROPCOLLECTIONREQUEST']._serialized_end=1892
+  _globals['_DROPCOLLECTIONRESPONSE']._serialized_start=1894
+  _globals['_DROPCOLLECTIONRESPONSE']._serialized_end=1918
+  _globals['_RETRIEVERSERVICE']._serialized_start=2050
+  _globals['_RETRIEVERSERVICE']._serialized_end=2800
 # @@protoc_insertion_point(module_scope)

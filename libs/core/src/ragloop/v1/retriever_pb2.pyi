@@ -70,6 +70,42 @@ class IngestDocumentsRequest(_message.Message):
     tenant: str
     def __init__(self, collection: _Optional[str] = ..., documents: _Optional[_Iterable[_Union[SourceDocument, _Mapping]]] = ..., tenant: _Optional[str] = ...) -> None: ...
 
+class IngestDocumentStreamRequest(_message.Message):
+    __slots__ = ("header", "document", "text")
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENT_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    header: IngestStreamHeader
+    document: DocumentStart
+    text: str
+    def __init__(self, header: _Optional[_Union[IngestStreamHeader, _Mapping]] = ..., document: _Optional[_Union[DocumentStart, _Mapping]] = ..., text: _Optional[str] = ...) -> None: ...
+
+class IngestStreamHeader(_message.Message):
+    __slots__ = ("collection", "tenant")
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    collection: str
+    tenant: str
+    def __init__(self, collection: _Optional[str] = ..., tenant: _Optional[str] = ...) -> None: ...
+
+class DocumentStart(_message.Message):
+    __slots__ = ("source", "metadata")
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    source: str
+    metadata: _struct_pb2.Struct
+    def __init__(self, source: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class IngestDocumentStreamResponse(_message.Message):
+    __slots__ = ("sources", "chunks_written", "collection")
+    SOURCES_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_WRITTEN_FIELD_NUMBER: _ClassVar[int]
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    sources: _containers.RepeatedCompositeFieldContainer[IngestedSource]
+    chunks_written: int
+    collection: str
+    def __init__(self, sources: _Optional[_Iterable[_Union[IngestedSource, _Mapping]]] = ..., chunks_written: _Optional[int] = ..., collection: _Optional[str] = ...) -> None: ...
+
 class IngestedSource(_message.Message):
     __slots__ = ("source", "chunk_count")
     SOURCE_FIELD_NUMBER: _ClassVar[int]

@@ -45,6 +45,11 @@ class RetrieverServiceStub:
                 request_serializer=ragloop_dot_v1_dot_retriever__pb2.IngestDocumentsRequest.SerializeToString,
                 response_deserializer=ragloop_dot_v1_dot_retriever__pb2.IngestDocumentsResponse.FromString,
                 _registered_method=True)
+        self.IngestDocumentStream = channel.stream_unary(
+                '/ragloop.v1.RetrieverService/IngestDocumentStream',
+                request_serializer=ragloop_dot_v1_dot_retriever__pb2.IngestDocumentStreamRequest.SerializeToString,
+                response_deserializer=ragloop_dot_v1_dot_retriever__pb2.IngestDocumentStreamResponse.FromString,
+                _registered_method=True)
         self.DescribeCollection = channel.unary_unary(
                 '/ragloop.v1.RetrieverService/DescribeCollection',
                 request_serializer=ragloop_dot_v1_dot_retriever__pb2.DescribeCollectionRequest.SerializeToString,
@@ -85,6 +90,17 @@ class RetrieverServiceServicer:
 
     def IngestDocuments(self, request, context):
         """Chunks, embeds and stores documents; re-ingesting a source replaces its old chunks.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def IngestDocumentStream(self, request_iterator, context):
+        """Like IngestDocuments for documents of any size: the text arrives in pieces, is chunked as
+        it comes and is embedded and written in batches, so neither a message nor the retriever's
+        memory has to hold a whole document. Small documents of one stream share embedding batches.
+        If a document fails part-way, all its chunks are deleted (none of a half-written source
+        stays searchable) and the error names it; documents finished before it stay ingested.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -137,6 +153,11 @@ def add_RetrieverServiceServicer_to_server(servicer, server):
                     servicer.IngestDocuments,
                     request_deserializer=ragloop_dot_v1_dot_retriever__pb2.IngestDocumentsRequest.FromString,
                     response_serializer=ragloop_dot_v1_dot_retriever__pb2.IngestDocumentsResponse.SerializeToString,
+            ),
+            'IngestDocumentStream': grpc.stream_unary_rpc_method_handler(
+                    servicer.IngestDocumentStream,
+                    request_deserializer=ragloop_dot_v1_dot_retriever__pb2.IngestDocumentStreamRequest.FromString,
+                    response_serializer=ragloop_dot_v1_dot_retriever__pb2.IngestDocumentStreamResponse.SerializeToString,
             ),
             'DescribeCollection': grpc.unary_unary_rpc_method_handler(
                     servicer.DescribeCollection,
@@ -219,6 +240,33 @@ class RetrieverService:
             '/ragloop.v1.RetrieverService/IngestDocuments',
             ragloop_dot_v1_dot_retriever__pb2.IngestDocumentsRequest.SerializeToString,
             ragloop_dot_v1_dot_retriever__pb2.IngestDocumentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def IngestDocumentStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/ragloop.v1.RetrieverService/IngestDocumentStream',
+            ragloop_dot_v1_dot_retriever__pb2.IngestDocumentStreamRequest.SerializeToString,
+            ragloop_dot_v1_dot_retriever__pb2.IngestDocumentStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,

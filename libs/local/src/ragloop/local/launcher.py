@@ -28,6 +28,7 @@ CORPUS_SUFFIXES = {".md", ".txt"}
 class StackConfig:
     host: str = "127.0.0.1"
     http_port: int = 8000
+    orchestrator_grpc_port: int = 50050  # RagService, the orchestrator's gRPC face
     model_port: int = 8090
     retriever_port: int = 50051
     grader_port: int = 50052
@@ -40,6 +41,8 @@ class StackConfig:
     model_context: int = 8192
     startup_timeout_s: float = 180.0
     extra_env: dict[str, str] = field(default_factory=dict)
+    # RAGLOOP_METRICS_PORT of each stage by name; a stage not named keeps its default (9101-9104).
+    metrics_ports: dict[str, int] = field(default_factory=dict)
 
     @property
     def base_url(self) -> str:
@@ -98,6 +101,7 @@ class Stack:
         c = self.config
         ports = {
             "RAGLOOP_HTTP_PORT": c.http_port,
+            "RAGLOOP_ORCHESTRATOR_GRPC_PORT": c.orchestrator_grpc_port,
             "RAGLOOP_MODEL_PORT": c.model_port,
             "RAGLOOP_RETRIEVER_PORT": c.retriever_port,
             "RAGLOOP_GRADER_PORT": c.grader_port,
@@ -116,6 +120,7 @@ class Stack:
         env = {
             "RAGLOOP_BIND_HOST": c.host,
             "RAGLOOP_HTTP_PORT": str(c.http_port),
+            "RAGLOOP_ORCHESTRATOR_GRPC_PORT": str(c.orchestrator_grpc_port),
             "RAGLOOP_RETRIEVER_PORT": str(c.retriever_port),
             "RAGLOOP_GRADER_PORT": str(c.grader_port),
             "RAGLOOP_REWRITER_PORT": str(c.rewriter_port),
@@ -135,6 +140,8 @@ class Stack:
         return env
 
     def _spawn(self, name: str, command: list[str], env: dict[str, str]) -> ChildProcess:
+        if name in self.config.metrics_ports:
+            env = {**env, "RAGLOOP_METRICS_PORT": str(self.config.metrics_ports[name])}
         child = ChildProcess(name, command, self.config.log_dir / f"{name}.log", env)
         child.start()
         self.children.append(child)

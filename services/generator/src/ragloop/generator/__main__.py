@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 from ragloop.core.grpc.server import ServiceSpec, run_service
+from ragloop.core.models import ChatModel
+from ragloop.core.models.metered import MeteredChatModel
 from ragloop.generator.servicer import GeneratorServicer
 from ragloop.generator.settings import GeneratorSettings
 from ragloop.generator.stage import ModelGenerator
 from ragloop.v1 import generator_pb2, generator_pb2_grpc
 
 
-def build_spec(settings: GeneratorSettings) -> ServiceSpec:
-    model = settings.make_chat_model()
-    stage = ModelGenerator(
+def build_generator(settings: GeneratorSettings, model: ChatModel) -> ModelGenerator:
+    return ModelGenerator(
         model,
         max_tokens=settings.generator_max_tokens,
         max_documents=settings.generator_max_documents,
     )
+
+
+def build_spec(settings: GeneratorSettings) -> ServiceSpec:
+    model = MeteredChatModel(settings.make_chat_model(), stage="generator")
+    stage = build_generator(settings, model)
     return ServiceSpec.for_servicer(
         "generator",
         GeneratorServicer(stage),

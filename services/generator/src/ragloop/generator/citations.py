@@ -18,6 +18,12 @@ from ragloop.generator.draft import DraftAnswer
 _MARKER = re.compile(r"\s*\[(\d+)\]")
 
 
+def plain_text(answer: str) -> str:
+    """The answer without citation markers and with white space collapsed: what a streamed
+    answer's text and the final answer's text are compared by."""
+    return " ".join(_MARKER.sub("", answer).split())
+
+
 def best_quote(passage: str, claim: str) -> str:
     """The passage sentence sharing the most content words with the claim (the first on ties)."""
     claim_words = content_words(claim)

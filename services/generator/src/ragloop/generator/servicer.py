@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+
 import grpc
 
 from ragloop.core.grpc import convert
-from ragloop.core.grpc.errors import maps_errors
+from ragloop.core.grpc.errors import maps_errors, maps_stream_errors
 from ragloop.generator.stage import ModelGenerator
 from ragloop.v1 import generator_pb2, generator_pb2_grpc
 
@@ -20,3 +23,12 @@ class GeneratorServicer(generator_pb2_grpc.GeneratorServiceServicer):
     ) -> generator_pb2.GenerateAnswerResponse:
         documents = [convert.document_from_proto(d) for d in request.documents]
         return convert.answer_to_proto(await self._stage.generate(request.question, documents))
+
+    @maps_stream_errors
+    async def GenerateAnswerStream(
+        self, request: generator_pb2.GenerateAnswerRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncGenerator[generator_pb2.GenerateAnswerEvent, None]:
+        documents = [convert.document_from_proto(d) for d in request.documents]
+        async with aclosing(self._stage.generate_stream(request.question, documents)) as events:
+            async for event in events:
+                yield convert.answer_event_to_proto(event)

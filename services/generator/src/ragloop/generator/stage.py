@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 
-from ragloop.core.domain import Answer, Document, ModelUsage
+from ragloop.core.domain import Answer, AnswerDelta, Document, ModelUsage
 from ragloop.core.models import ChatModel
-from ragloop.core.models.structured import complete_structured
+from ragloop.core.models.structured import (
+    StructuredReply,
+    complete_structured,
+    stream_structured,
+)
 from ragloop.core.validation import at_most, required_text
-from ragloop.generator.citations import compose_answer
-from ragloop.generator.draft import parse_draft
+from ragloop.generator.answer_stream import AnswerTextStream
+from ragloop.generator.citations import compose_answer, plain_text
+from ragloop.generator.draft import DraftAnswer, parse_draft
 from ragloop.generator.prompts import ANSWER_SCHEMA, NO_ANSWER, generate_messages
 
 log = logging.getLogger(__name__)
@@ -24,11 +31,9 @@ class ModelGenerator:
         self._max_documents = max_documents
 
     async def generate(self, question: str, documents: list[Document]) -> Answer:
-        question = required_text(question, "question")
-        at_most(documents, self._max_documents, "documents")
+        question = self._checked_request(question, documents)
         if not documents:
-            # Nothing passed grading: say so rather than let the model invent an answer.
-            return Answer(NO_ANSWER, [], grounded=False, usage=ModelUsage(model=self._model.name))
+            return self._nothing_passed()
         reply = await complete_structured(
             self._model,
             generate_messages(question, documents),
@@ -36,10 +41,66 @@ class ModelGenerator:
             parse=parse_draft,
             max_tokens=self._max_tokens,
         )
+        return self._answer(reply, documents)
+
+    async def generate_stream(
+        self, question: str, documents: list[Document]
+    ) -> AsyncGenerator[AnswerDelta | Answer, None]:
+        """``generate``, streamed: ``AnswerDelta`` pieces of the answer's text as the model writes
+        them, then the ``Answer`` that ``generate`` returns.
+
+        Joined since the last delta with ``restart``, the deltas' texts equal the answer's text
+        by ``plain_text``. Where the streamed text turns out not to be the answer — a reply that
+        had to be repaired streams again, a refusal replaces what was written — a delta with
+        ``restart`` says so before the new text.
+        """
+        question = self._checked_request(question, documents)
+        if not documents:
+            answer = self._nothing_passed()
+            yield AnswerDelta(answer.text)
+            yield answer
+            return
+        shown = ""  # the text the deltas built so far
+        attempt, text_stream, restart = -1, AnswerTextStream(), False
+        reply: StructuredReply[DraftAnswer] | None = None
+        events = stream_structured(
+            self._model,
+            generate_messages(question, documents),
+            schema=ANSWER_SCHEMA,
+            parse=parse_draft,
+            max_tokens=self._max_tokens,
+        )
+        async with aclosing(events):
+            async for event in events:
+                if isinstance(event, StructuredReply):
+                    reply = event
+                    continue
+                if event.attempt != attempt:  # a new reply: its text starts afresh
+                    attempt, text_stream, restart = event.attempt, AnswerTextStream(), bool(shown)
+                if text := text_stream.feed(event.text):
+                    yield AnswerDelta(text, restart)
+                    shown = text if restart else shown + text
+                    restart = False
+        assert reply is not None, "stream_structured always ends with its reply"
+        answer = self._answer(reply, documents)
+        if plain_text(shown) != plain_text(answer.text):
+            yield AnswerDelta(answer.text, restart=bool(shown))
+        yield answer
+
+    def _checked_request(self, question: str, documents: list[Document]) -> str:
+        question = required_text(question, "question")
+        at_most(documents, self._max_documents, "documents")
+        return question
+
+    def _nothing_passed(self) -> Answer:
+        # Nothing passed grading: say so rather than let the model invent an answer.
+        return Answer(NO_ANSWER, [], grounded=False, usage=ModelUsage(model=self._model.name))
+
+    def _answer(self, reply: StructuredReply[DraftAnswer], documents: list[Document]) -> Answer:
         draft = reply.value
-        if draft is None or not draft.answerable or not draft.sentences:
+        checked = compose_answer(draft, documents) if draft and draft.answerable else None
+        if checked is None or not checked.text:  # no sentences, or citation markers only
             return Answer(NO_ANSWER, [], grounded=False, usage=reply.usage)
-        checked = compose_answer(draft, documents)
         if checked.removed_citations:
             log.warning(
                 "citations to no given passage removed",

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from ragloop.core.grpc.server import ServiceSpec, run_service
+from ragloop.core.metrics import init_grader_series
+from ragloop.core.models import ChatModel
+from ragloop.core.models.metered import MeteredChatModel
 from ragloop.grader.cache import GradeCache
 from ragloop.grader.servicer import GraderServicer
 from ragloop.grader.settings import GraderSettings
@@ -10,9 +13,8 @@ from ragloop.grader.stage import ModelGrader
 from ragloop.v1 import grader_pb2, grader_pb2_grpc
 
 
-def build_spec(settings: GraderSettings) -> ServiceSpec:
-    model = settings.make_chat_model()
-    stage = ModelGrader(
+def build_grader(settings: GraderSettings, model: ChatModel) -> ModelGrader:
+    return ModelGrader(
         model,
         concurrency=settings.grader_concurrency,
         max_documents=settings.grader_max_documents,
@@ -21,6 +23,12 @@ def build_spec(settings: GraderSettings) -> ServiceSpec:
         cache=GradeCache(settings.grader_cache_size),
         min_score=settings.grader_min_score,
     )
+
+
+def build_spec(settings: GraderSettings) -> ServiceSpec:
+    init_grader_series()
+    model = MeteredChatModel(settings.make_chat_model(), stage="grader")
+    stage = build_grader(settings, model)
     return ServiceSpec.for_servicer(
         "grader",
         GraderServicer(stage),

@@ -8,6 +8,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from ragloop.core.domain import Document, Grade
+from ragloop.core.metrics import count_cache_lookup
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,8 @@ class GradeKey:
 class GradeCache:
     """Least-recently-used grades, at most ``size`` of them (0 turns caching off).
 
-    ``hits`` and ``misses`` count lookups since start. Single event loop only (no locking).
+    ``hits`` and ``misses`` count lookups since start, as does the grade cache metric; with the
+    cache off nothing is looked up. Single event loop only (no locking).
     """
 
     def __init__(self, size: int) -> None:
@@ -45,7 +47,10 @@ class GradeCache:
         return len(self._grades)
 
     def get(self, key: GradeKey) -> Grade | None:
+        if self.size == 0:
+            return None
         grade = self._grades.get(key)
+        count_cache_lookup(hit=grade is not None)
         if grade is None:
             self.misses += 1
             return None

@@ -15,6 +15,7 @@ from enum import StrEnum
 
 from ragloop.core.domain import Document, Grade, GradingResult, ModelUsage
 from ragloop.core.errors import InvalidInput
+from ragloop.core.metrics import count_verdict
 from ragloop.core.models import ChatModel
 from ragloop.core.models.structured import complete_structured
 from ragloop.core.validation import at_most, required_text
@@ -44,7 +45,8 @@ class GradingMode(StrEnum):
 
 @dataclass
 class GraderCounters:
-    """Plain counters since start (exported as metrics once the service has them)."""
+    """Plain counters since start, for benchmarks and scripts. (The service's metrics count the
+    verdicts by kind: ``count_verdict``.)"""
 
     unparseable: int = 0  # documents graded "not relevant" because no reply parsed
     batch_fallbacks: int = 0  # documents a batch reply left out, graded one by one
@@ -103,6 +105,7 @@ class ModelGrader:
                 self.counters.injections += 1
                 log.warning("instruction-like text removed", extra={"document_id": doc.id})
             if not guarded.has_content:
+                count_verdict("instructions_only")
                 grades[position] = Grade(doc.id, False, 1.0, f"only {INJECTION_NOTE}")
                 continue
             pending.append(_Pending(position, doc, guarded))
@@ -133,18 +136,23 @@ class ModelGrader:
         # A score of exactly 0 means "not from a search" (see Document.score): never filtered.
         if self._min_score > 0 and doc.score != 0 and doc.score < self._min_score:
             self.counters.prefiltered += 1
+            count_verdict("below_score_floor")
             reason = (
                 f"retrieval similarity {doc.score:.2f} is below the grader's floor "
                 f"{self._min_score:.2f}; not sent to the model"
             )
             return Grade(doc.id, False, 1.0, reason)
-        return self.cache.get(self._key(question, doc))
+        cached = self.cache.get(self._key(question, doc))
+        if cached is not None:
+            count_verdict(_verdict_of(cached))
+        return cached
 
     def _finish(self, question: str, item: _Pending, grade: Grade) -> Grade:
         if item.guarded.flagged:
             reasoning = f"{grade.reasoning} ({INJECTION_NOTE})".strip()
             grade = Grade(grade.document_id, grade.relevant, grade.confidence, reasoning)
         self.cache.put(self._key(question, item.doc), grade)
+        count_verdict(_verdict_of(grade))
         return grade
 
     async def _grade_one(self, question: str, item: _Pending) -> tuple[Grade, ModelUsage]:
@@ -161,6 +169,7 @@ class ModelGrader:
             # Unparseable twice: not relevant, and say why (never fail the whole request). Not
             # cached: a later round may get a reply that parses.
             self.counters.unparseable += 1
+            count_verdict("unparseable")
             grade = Grade(doc.id, False, 0.0, f"grader reply could not be parsed ({reply.error})")
             return grade, reply.usage
         return self._finish(question, item, reply.value), reply.usage
@@ -196,3 +205,8 @@ class ModelGrader:
                 extra={"left_out": len(left_out), "batch": len(batch), "error": reply.error},
             )
         return grades, left_out, reply.usage
+
+
+def _verdict_of(grade: Grade) -> str:
+    """The verdict metric's label of a grade the model gave (now or when it was cached)."""
+    return "relevant" if grade.relevant else "not_relevant"

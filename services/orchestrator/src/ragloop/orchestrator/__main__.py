@@ -1,4 +1,5 @@
-"""``python -m ragloop.orchestrator``: serve the REST API over the four gRPC stages."""
+"""``python -m ragloop.orchestrator``: serve the REST API, and RagService over gRPC, over the four
+gRPC stages. uvicorn handles SIGTERM: the app's shutdown stops the gRPC server gracefully."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ def main() -> None:
     settings = OrchestratorSettings()
     configure_logging("orchestrator", settings.log_level, json_format=settings.log_json)
     uvicorn.run(
-        create_app(settings),
+        create_app(settings, serve_grpc=True),
         host=settings.bind_host,
         port=settings.http_port,
         log_config=None,  # keep our JSON logging

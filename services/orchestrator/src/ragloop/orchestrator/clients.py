@@ -1,9 +1,12 @@
 """gRPC clients of the four stages. Each implements its stage interface, so the loop cannot tell
-them from in-process stages. Every call carries a deadline and the request id."""
+them from in-process stages. Every call carries the request id and a deadline: the client's
+timeout, or less when the request's budget (``context.deadline``) leaves less. Calls fail fast
+when a stage is down (no waiting for it to come up), and connecting may take at most the
+channel's connect timeout, so a stage that is down is an error naming it, never a hang."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
@@ -12,6 +15,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from ragloop.core import context
 from ragloop.core.domain import (
     Answer,
+    AnswerDelta,
     CollectionInfo,
     DeletedSource,
     Document,
@@ -22,9 +26,12 @@ from ragloop.core.domain import (
     Rewrite,
     RewriteAttempt,
     SourceDocument,
+    StreamedDocument,
 )
 from ragloop.core.grpc import convert
+from ragloop.core.grpc.client_metrics import client_metrics_interceptors
 from ragloop.core.grpc.errors import error_from_rpc
+from ragloop.core.grpc.ingest_stream import stream_to_proto
 from ragloop.core.grpc.server import MAX_MESSAGE_BYTES
 from ragloop.v1 import (
     generator_pb2,
@@ -46,10 +53,24 @@ CHANNEL_OPTIONS = [
     # Reconnect quickly after a stage restarts instead of backing off for minutes.
     ("grpc.max_reconnect_backoff_ms", 2_000),
 ]
+DEFAULT_CONNECT_TIMEOUT_S = 5.0
 
 
-def open_channel(address: str) -> grpc.aio.Channel:
-    return grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+def open_channel(
+    address: str, *, connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+) -> grpc.aio.Channel:
+    # gRPC core takes its minimum reconnect backoff as the timeout of one connection attempt
+    # (default 20 s): a call to a host that never completes the handshake fails after it.
+    connect = ("grpc.min_reconnect_backoff_ms", round(connect_timeout_s * 1000))
+    return grpc.aio.insecure_channel(
+        address, options=[*CHANNEL_OPTIONS, connect], interceptors=client_metrics_interceptors()
+    )
+
+
+def request_metadata() -> tuple[tuple[str, str], ...]:
+    """The request id, passed on to every stage."""
+    request_id = context.request_id.get()
+    return ((context.REQUEST_ID_HEADER, request_id),) if request_id else ()
 
 
 class RemoteStage:
@@ -61,10 +82,18 @@ class RemoteStage:
         self.channel = channel
         self.timeout_s = timeout_s
 
-    async def _call(self, method: Callable[..., Awaitable[R]], request: Any) -> R:
-        metadata = (("x-request-id", context.request_id.get()),) if context.request_id.get() else ()
+    def _call_options(self, timeout_s: float | None = None) -> dict[str, Any]:
+        return {
+            "timeout": context.time_left(timeout_s or self.timeout_s),
+            "metadata": request_metadata(),
+            "wait_for_ready": False,
+        }
+
+    async def _call(
+        self, method: Callable[..., Awaitable[R]], request: Any, timeout_s: float | None = None
+    ) -> R:
         try:
-            return await method(request, timeout=self.timeout_s, metadata=metadata)
+            return await method(request, **self._call_options(timeout_s))
         except grpc.aio.AioRpcError as exc:
             raise error_from_rpc(exc, self.stage) from exc
 
@@ -80,9 +109,12 @@ class RemoteStage:
 class RemoteRetriever(RemoteStage):
     stage = "retriever"
 
-    def __init__(self, channel: grpc.aio.Channel, *, timeout_s: float) -> None:
+    def __init__(
+        self, channel: grpc.aio.Channel, *, timeout_s: float, ingest_timeout_s: float | None = None
+    ) -> None:
         super().__init__(channel, timeout_s=timeout_s)
         self._stub = retriever_pb2_grpc.RetrieverServiceStub(channel)
+        self._ingest_timeout_s = ingest_timeout_s or timeout_s
 
     async def retrieve(
         self,
@@ -114,9 +146,20 @@ class RemoteRetriever(RemoteStage):
             documents=[convert.source_document_to_proto(d) for d in documents],
             tenant=tenant,
         )
-        return convert.ingest_result_from_proto(
-            await self._call(self._stub.IngestDocuments, request)
-        )
+        reply = await self._call(self._stub.IngestDocuments, request, self._ingest_timeout_s)
+        return convert.ingest_result_from_proto(reply)
+
+    async def ingest_stream(
+        self,
+        documents: AsyncIterable[StreamedDocument],
+        *,
+        collection: str = "",
+        tenant: str = "",
+    ) -> IngestResult:
+        """Send ``documents`` piece by piece (IngestDocumentStream): no size limit."""
+        parts = stream_to_proto(documents, collection=collection, tenant=tenant)
+        reply = await self._call(self._stub.IngestDocumentStream, parts, self._ingest_timeout_s)
+        return convert.ingest_result_from_proto(reply)
 
     async def describe(self, collection: str = "") -> CollectionInfo:
         request = retriever_pb2.DescribeCollectionRequest(collection=collection)
@@ -195,3 +238,19 @@ class RemoteGenerator(RemoteStage):
             question=question, documents=[convert.document_to_proto(d) for d in documents]
         )
         return convert.answer_from_proto(await self._call(self._stub.GenerateAnswer, request))
+
+    async def generate_stream(
+        self, question: str, documents: list[Document]
+    ) -> AsyncIterator[AnswerDelta | Answer]:
+        """``generate``, streamed (GenerateAnswerStream): answer text deltas, then the answer."""
+        request = generator_pb2.GenerateAnswerRequest(
+            question=question, documents=[convert.document_to_proto(d) for d in documents]
+        )
+        call = self._stub.GenerateAnswerStream(request, **self._call_options())
+        try:
+            async for event in call:
+                yield convert.answer_event_from_proto(event)
+        except grpc.aio.AioRpcError as exc:
+            raise error_from_rpc(exc, self.stage) from exc
+        finally:
+            call.cancel()  # a no-op once the stream ended; else the caller stopped reading

@@ -46,6 +46,14 @@ def error_response(status: int, detail: ErrorDetail, request_id: str) -> JSONRes
     )
 
 
+def unexpected_error() -> ErrorDetail:
+    """What a client learns of a bug: where to look."""
+    return ErrorDetail(
+        code="internal",
+        message="unexpected error; the orchestrator's log has it under this request's X-Request-ID",
+    )
+
+
 def invalid_input(message: str) -> JSONResponse:
     detail = ErrorDetail(code="invalid_input", message=message)
     return error_response(422, detail, context.request_id.get())
@@ -56,9 +64,10 @@ def not_found(message: str) -> JSONResponse:
     return error_response(404, detail, context.request_id.get())
 
 
-def failure_response(
+def failure_detail(
     exc: StageFailure | RagloopError, stage: str, trace: Trace | None
-) -> JSONResponse:
+) -> tuple[int, ErrorDetail]:
+    """The HTTP status and error body of a failed stage call."""
     if isinstance(exc, StageFailure):
         kind, message, stage = exc.kind, exc.message, STAGE_OF_NODE.get(exc.stage, exc.stage)
     else:
@@ -69,4 +78,11 @@ def failure_response(
         stage=stage,
         decision_path=trace.decision_path if trace else [],
     )
-    return error_response(STATUS_OF_FAILURE[kind], detail, context.request_id.get())
+    return STATUS_OF_FAILURE[kind], detail
+
+
+def failure_response(
+    exc: StageFailure | RagloopError, stage: str, trace: Trace | None
+) -> JSONResponse:
+    status, detail = failure_detail(exc, stage, trace)
+    return error_response(status, detail, context.request_id.get())

@@ -4,11 +4,17 @@ JSON: ``{"collection": …, "tenant": …, "documents": [{"source", "text", "met
 Multipart: one or more ``files`` parts (.txt, .md, .html, .pdf; the file name becomes the source)
 and optional ``collection``, ``tenant`` and ``metadata`` (a JSON object given to every file) parts.
 Uploads larger than ``RAGLOOP_MAX_UPLOAD_BYTES`` get 413; other file types 415.
+
+Either way the documents go to the retriever as one IngestDocumentStream, text in pieces: an
+uploaded file's text is extracted into a spooled temporary file first (every file is checked
+before anything is ingested) and read back piece by piece, so no upload is whole in memory.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.datastructures import UploadFile
 
 from ragloop.core import context
-from ragloop.core.domain import SourceDocument
+from ragloop.core.domain import SourceDocument, StreamedDocument, one_by_one
 from ragloop.core.errors import InvalidInput, RagloopError
 from ragloop.orchestrator.http_errors import (
     ERROR_RESPONSES,
@@ -36,14 +42,14 @@ from ragloop.orchestrator.schemas import (
     UploadOptions,
 )
 from ragloop.orchestrator.settings import OrchestratorSettings
-from ragloop.orchestrator.uploads import READERS, UnsupportedFileType, extract_text
+from ragloop.orchestrator.uploads import READERS, UnsupportedFileType, extract
 
 ingest_router = APIRouter()
 
 
 @dataclass(frozen=True)
 class IngestBatch:
-    documents: list[SourceDocument]
+    documents: list[StreamedDocument]
     collection: str
     tenant: str
 
@@ -102,13 +108,15 @@ def _validation_error(exc: ValidationError) -> RequestValidationError:
     return RequestValidationError(errors)
 
 
-async def read_json(request: Request) -> IngestBatch:
+async def read_json(request: Request, settings: OrchestratorSettings) -> IngestBatch:
     try:
         body = IngestRequest.model_validate_json(await request.body())
     except ValidationError as exc:
         raise _validation_error(exc) from None
     documents = [SourceDocument(d.source, d.text, d.metadata) for d in body.documents]
-    return IngestBatch(documents, body.collection or "", body.tenant or "")
+    _check_json_documents(documents, settings)
+    streamed = [StreamedDocument.of(doc) for doc in documents]
+    return IngestBatch(streamed, body.collection or "", body.tenant or "")
 
 
 def _too_large(limit: int) -> JSONResponse:
@@ -130,8 +138,10 @@ def _options(form: Any) -> UploadOptions:
 
 
 async def read_upload(
-    request: Request, settings: OrchestratorSettings
+    request: Request, settings: OrchestratorSettings, cleanup: ExitStack
 ) -> IngestBatch | JSONResponse:
+    """The uploaded files, each file's text extracted into a temporary file that ``cleanup``
+    removes. The multipart parser has spooled the files to disk; they are read in blocks."""
     limit = settings.max_upload_bytes
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
@@ -143,26 +153,34 @@ async def read_upload(
             raise InvalidInput("no files uploaded: send each as a multipart part named 'files'")
         if any(not isinstance(f, UploadFile) or not f.filename for f in files):
             raise InvalidInput("every 'files' part must be a file with a file name")
+        _check_count(len(files), settings)
         if sum(f.size or 0 for f in files) > limit:
             return _too_large(limit)
-        documents = [
-            SourceDocument(f.filename, extract_text(f.filename, await f.read()), options.metadata)
-            for f in files
-        ]
+        documents: list[StreamedDocument] = []
+        for upload in files:
+            text = await asyncio.to_thread(extract, upload.filename, upload.file, max_chars=limit)
+            cleanup.callback(text.close)
+            documents.append(StreamedDocument(upload.filename, text.pieces(), options.metadata))
     return IngestBatch(documents, options.collection or "", options.tenant or "")
 
 
-def _check_limits(documents: list[SourceDocument], settings: OrchestratorSettings) -> None:
-    if len(documents) > settings.max_ingest_documents:
+def _check_count(count: int, settings: OrchestratorSettings) -> None:
+    if count > settings.max_ingest_documents:
         raise InvalidInput(
-            f"{len(documents)} documents sent; at most {settings.max_ingest_documents} per request"
+            f"{count} documents sent; at most {settings.max_ingest_documents} per request"
         )
+
+
+def _check_json_documents(documents: list[SourceDocument], settings: OrchestratorSettings) -> None:
+    _check_count(len(documents), settings)
     for position, doc in enumerate(documents):
         if len(doc.text) > settings.max_document_chars:
             raise InvalidInput(
                 f"document {position} ({doc.source!r}) has {len(doc.text)} characters; "
                 f"at most {settings.max_document_chars}"
             )
+        if not doc.text.strip():
+            raise InvalidInput(f"document {position} ({doc.source!r}): text must not be empty")
 
 
 @ingest_router.post(
@@ -175,25 +193,25 @@ async def ingest(request: Request) -> IngestResponse | JSONResponse:
     """Ingest documents: chunk, embed and store. Re-ingesting a source replaces it. Send JSON
     documents, or upload files as multipart/form-data (see the request body's two forms)."""
     settings: OrchestratorSettings = request.app.state.settings
-    try:
-        if request.headers.get("content-type", "").startswith("multipart/form-data"):
-            batch = await read_upload(request, settings)
-            if isinstance(batch, JSONResponse):
-                return batch
-        else:
-            batch = await read_json(request)
-        _check_limits(batch.documents, settings)
-    except UnsupportedFileType as exc:
-        detail = ErrorDetail(code="unsupported_media_type", message=str(exc))
-        return error_response(415, detail, context.request_id.get())
-    except InvalidInput as exc:
-        return invalid_input(str(exc))
-    try:
-        result = await request.app.state.stages.ingestor.ingest(
-            batch.documents, collection=batch.collection, tenant=batch.tenant
-        )
-    except RagloopError as exc:
-        return failure_response(exc, "retriever", None)
+    with ExitStack() as cleanup:
+        try:
+            if request.headers.get("content-type", "").startswith("multipart/form-data"):
+                batch = await read_upload(request, settings, cleanup)
+                if isinstance(batch, JSONResponse):
+                    return batch
+            else:
+                batch = await read_json(request, settings)
+        except UnsupportedFileType as exc:
+            detail = ErrorDetail(code="unsupported_media_type", message=str(exc))
+            return error_response(415, detail, context.request_id.get())
+        except InvalidInput as exc:
+            return invalid_input(str(exc))
+        try:
+            result = await request.app.state.stages.ingestor.ingest_stream(
+                one_by_one(batch.documents), collection=batch.collection, tenant=batch.tenant
+            )
+        except RagloopError as exc:
+            return failure_response(exc, "retriever", None)
     return IngestResponse(
         collection=result.collection,
         sources=[

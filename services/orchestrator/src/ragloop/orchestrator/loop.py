@@ -2,21 +2,26 @@
 
 retrieve → grade → (pass rate high enough? generate : rewrite → retrieve …), bounded by
 ``max_rewrite_attempts``, stopped by a circular rewrite or the request's time budget, and
-falling back to the best passed documents of any round. Knows nothing of gRPC or HTTP.
+falling back to the best passed documents of any round. Knows nothing of gRPC or HTTP: every
+stage call runs under ``context.deadline`` (which the gRPC clients turn into call deadlines)
+and ``asyncio.wait_for`` (which bounds in-process stages).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from ragloop.core import context
 from ragloop.core.domain import (
     Answer,
+    AnswerDelta,
     Document,
     Grade,
     GradedDocument,
@@ -33,8 +38,19 @@ from ragloop.core.errors import (
     InvalidInput,
     NotFound,
 )
+from ragloop.core.metrics import init_loop_series, observe_loop
 from ragloop.core.stages import Generator, Grader, Retriever, Rewriter
 from ragloop.core.text import normalize_query
+from ragloop.orchestrator import events
+from ragloop.orchestrator.budget import Budget, reached, seconds_until
+from ragloop.orchestrator.events import (
+    AnswerToken,
+    EventSink,
+    LoopEvent,
+    NodeFinished,
+    NodeStarted,
+)
+from ragloop.orchestrator.thresholds import threshold_of_round
 
 T = TypeVar("T")
 
@@ -43,24 +59,31 @@ class Outcome(StrEnum):
     PASSED = "passed"  # a round's pass rate reached the threshold
     MAX_ATTEMPTS = "max_attempts"  # rewrites used up; answered from the best passed documents
     CIRCULAR_REWRITE = "circular_rewrite"  # the rewriter repeated an earlier query
-    BUDGET_EXHAUSTED = "budget_exhausted"  # no time left for another round
+    BUDGET_EXHAUSTED = "budget_exhausted"  # the time budget ran out before another round
 
 
 @dataclass(frozen=True)
 class LoopPolicy:
     top_k: int = 5
     similarity_threshold: float = 0.3
+    # Thresholds of rounds 1, 2, … (later rounds keep the last); empty: similarity_threshold.
+    similarity_relaxation: tuple[float, ...] = ()
     max_rewrite_attempts: int = 3
     grade_pass_threshold: float = 0.6
     collection: str = ""
     retrieval_mode: str = ""  # "" = the retriever's default
     filters: dict[str, Any] | None = None  # metadata filters (ragloop.core.filters)
     tenant: str = ""  # "" = the default tenant
-    budget_s: float = 300.0
-    # Generation always gets at least this long, even when the rounds used the budget up, so
-    # that a request out of time still answers from what passed.
+    budget_s: float = 300.0  # the whole query, answer included
+    # Kept of budget_s for generation (at most half of it): the rounds stop this long before the
+    # budget ends, so that a query out of time still answers from what passed.
     generation_reserve_s: float = 60.0
     max_generation_documents: int = 10
+
+    def similarity_threshold_of(self, round_number: int) -> float:
+        if not self.similarity_relaxation:
+            return self.similarity_threshold
+        return threshold_of_round(self.similarity_relaxation, round_number)
 
 
 @dataclass(frozen=True)
@@ -103,7 +126,7 @@ class Trace:
 
     decision_path: list[str] = field(default_factory=list)
     node_executions: list[NodeExecution] = field(default_factory=list)
-    rounds: list[Round] = field(default_factory=list)
+    rounds: list[Round] = field(default_factory=list)  # the rounds that were graded
     rewrite_history: list[RewriteAttempt] = field(default_factory=list)
     usage: ModelUsage = field(default_factory=ModelUsage)  # model cost of every stage call
 
@@ -119,8 +142,9 @@ class LoopResult:
     total_duration_ms: float
 
     @property
-    def final_round(self) -> Round:
-        return self.trace.rounds[-1]
+    def final_round(self) -> Round | None:
+        """The last graded round; None when the budget ran out before the first was graded."""
+        return self.trace.rounds[-1] if self.trace.rounds else None
 
 
 class GradeCountMismatch(RuntimeError):
@@ -141,17 +165,17 @@ class StageFailure(Exception):
         self.trace = trace
 
 
-@dataclass(frozen=True)
-class LoopEvent:
-    """Emitted when a node starts or finishes, for streaming clients and logs."""
-
-    kind: str  # "node_started" | "node_finished"
-    node: str
-    round: int
-    details: dict[str, Any] = field(default_factory=dict)
+class BudgetSpent(Exception):
+    """The time budget of the current phase (rounds, or generation) ran out."""
 
 
-EventSink = Callable[[LoopEvent], Awaitable[None]]
+@runtime_checkable
+class StreamingGenerator(Protocol):
+    def generate_stream(
+        self, question: str, documents: list[Document]
+    ) -> AsyncIterator[AnswerDelta | Answer]:
+        """Pieces of the answer's text as they are written, then the ``Answer``."""
+        ...
 
 
 def best_passed_documents(rounds: list[Round], limit: int) -> list[Document]:
@@ -167,6 +191,19 @@ def best_passed_documents(rounds: list[Round], limit: int) -> list[Document]:
     return [doc for _, doc in ranked[:limit]]
 
 
+def out_of_time_answer(documents: list[Document]) -> Answer:
+    """The honest answer of a query whose budget ran out before an answer was written."""
+    if not documents:
+        text = "No answer: the time budget ran out before any passage passed grading."
+    else:
+        sources = ", ".join(dict.fromkeys(d.source for d in documents))
+        text = (
+            "No answer: the time budget ran out before the answer was written. "
+            f"Passages that passed grading came from: {sources}."
+        )
+    return Answer(text, [], grounded=False)
+
+
 class CorrectiveLoop:
     def __init__(
         self, retriever: Retriever, grader: Grader, rewriter: Rewriter, generator: Generator
@@ -175,11 +212,38 @@ class CorrectiveLoop:
         self.grader = grader
         self.rewriter = rewriter
         self.generator = generator
+        init_loop_series()
 
     async def run(
         self, query: str, policy: LoopPolicy, *, on_event: EventSink | None = None
     ) -> LoopResult:
-        return await _Run(self, query, policy, on_event).execute()
+        """Answer ``query``. With ``on_event``, tell it every node's start and end and, from a
+        generator that can stream, the answer's text as it is written."""
+        run = _Run(self, query, policy, on_event)
+        try:
+            result = await run.execute()
+        except StageFailure:
+            seconds = run.budget.elapsed_ms() / 1000
+            observe_loop("failed", seconds, rewrites=None, final_pass_rate=None)
+            raise
+        _observe(result)
+        return result
+
+
+def _observe(result: LoopResult) -> None:
+    rounds = result.trace.rounds
+    outcome = result.outcome.value
+    if result.outcome is not Outcome.BUDGET_EXHAUSTED and not any(
+        r.retrieval.documents for r in rounds
+    ):
+        outcome = "no_documents"
+    final = result.final_round
+    observe_loop(
+        outcome,
+        result.total_duration_ms / 1000,
+        rewrites=len(result.trace.rewrite_history),
+        final_pass_rate=final.pass_rate if final and final.retrieval.documents else None,
+    )
 
 
 class _Run:
@@ -190,78 +254,108 @@ class _Run:
     ) -> None:
         self.stages = loop
         self.original = query.strip()
+        self.current = self.original  # the query searched (or about to be)
+        self.round_number = 0  # of the round started last
         self.policy = policy
         self.on_event = on_event
         self.trace = Trace()
-        self.started = time.monotonic()
-        self.deadline = self.started + policy.budget_s
-
-    def remaining_s(self) -> float:
-        return self.deadline - time.monotonic()
+        self.budget = Budget.start(policy.budget_s, policy.generation_reserve_s)
+        self.answer_text_sent = False  # some token event went out
 
     async def execute(self) -> LoopResult:
         if not self.original:
             raise InvalidInput("query must not be empty")
-        current = self.original
-        tried = {normalize_query(self.original)}
-        while True:
-            round_number = len(self.trace.rounds) + 1
-            retrieval = await self._retrieve(round_number, current)
-            grading = await self._grade(round_number, retrieval)
-            round_ = Round(round_number, current, retrieval, grading)
-            self.trace.rounds.append(round_)
-
-            limit = min(self.policy.top_k, self.policy.max_generation_documents)
-            if round_.pass_rate >= self.policy.grade_pass_threshold:
-                outcome, documents = Outcome.PASSED, best_passed_documents([round_], limit)
-                break
-            fallback = best_passed_documents(self.trace.rounds, limit)
-            if len(self.trace.rewrite_history) >= self.policy.max_rewrite_attempts:
-                outcome, documents = Outcome.MAX_ATTEMPTS, fallback
-                break
-            if self.remaining_s() <= 0:
-                outcome, documents = Outcome.BUDGET_EXHAUSTED, fallback
-                break
-            rewrite = await self._rewrite(round_number, current, round_)
-            self.trace.usage = self.trace.usage + rewrite.usage
-            if normalize_query(rewrite.query) in tried:
-                outcome, documents = Outcome.CIRCULAR_REWRITE, fallback
-                break
-            tried.add(normalize_query(rewrite.query))
-            self.trace.rewrite_history.append(RewriteAttempt(rewrite.query, rewrite.reason))
-            current = rewrite.query
-
-        answer = await self._node(
-            "generate",
-            len(self.trace.rounds),
-            lambda: self.stages.generator.generate(self.original, documents),
-            lambda a: {
-                "documents": len(documents),
-                "citations": len(a.citations),
-                "grounded": a.grounded,
-            },
-            started={"documents": len(documents)},
-            min_timeout_s=self.policy.generation_reserve_s,
-        )
+        outcome, documents = await self._search()
+        outcome, answer = await self._answer(outcome, documents)
         self.trace.usage = self.trace.usage + answer.usage
         return LoopResult(
             original_query=self.original,
-            final_query=current,
+            final_query=self.current,
             answer=answer,
             generation_documents=documents,
             outcome=outcome,
             trace=self.trace,
-            total_duration_ms=(time.monotonic() - self.started) * 1000,
+            total_duration_ms=self.budget.elapsed_ms(),
         )
 
-    async def _retrieve(self, round_number: int, query: str) -> RetrievalResult:
+    async def _search(self) -> tuple[Outcome, list[Document]]:
+        """Rounds until one passes or the rewrites, the new queries or the time run out."""
+        limit = min(self.policy.top_k, self.policy.max_generation_documents)
+        tried = {normalize_query(self.original)}
+        try:
+            while True:
+                self.round_number += 1
+                retrieval = await self._retrieve()
+                grading = await self._grade(retrieval)
+                round_ = Round(self.round_number, self.current, retrieval, grading)
+                self.trace.rounds.append(round_)
+                if round_.pass_rate >= self.policy.grade_pass_threshold:
+                    return Outcome.PASSED, best_passed_documents([round_], limit)
+                if len(self.trace.rewrite_history) >= self.policy.max_rewrite_attempts:
+                    return Outcome.MAX_ATTEMPTS, best_passed_documents(self.trace.rounds, limit)
+                rewrite = await self._rewrite(round_)
+                if normalize_query(rewrite.query) in tried:
+                    return Outcome.CIRCULAR_REWRITE, best_passed_documents(self.trace.rounds, limit)
+                tried.add(normalize_query(rewrite.query))
+                self.trace.rewrite_history.append(RewriteAttempt(rewrite.query, rewrite.reason))
+                self.current = rewrite.query
+        except BudgetSpent:
+            return Outcome.BUDGET_EXHAUSTED, best_passed_documents(self.trace.rounds, limit)
+
+    async def _answer(self, outcome: Outcome, documents: list[Document]) -> tuple[Outcome, Answer]:
+        """Generate from ``documents`` within what is left of the budget; when nothing is left,
+        or nothing passed before the budget ran out, say so instead of calling the generator."""
+        if outcome is Outcome.BUDGET_EXHAUSTED and not documents:
+            return outcome, await self._announce(out_of_time_answer(documents))
+
+        def details(answer: Answer) -> dict[str, Any]:
+            return events.generate_details(answer, documents)
+
+        try:
+            answer = await self._node(
+                "generate",
+                self.original,
+                lambda: self._generate(documents),
+                details,
+                details,
+                deadline=self.budget.deadline,
+            )
+        except BudgetSpent:
+            return Outcome.BUDGET_EXHAUSTED, await self._announce(out_of_time_answer(documents))
+        return outcome, answer
+
+    async def _generate(self, documents: list[Document]) -> Answer:
+        generator = self.stages.generator
+        if self.on_event is None or not isinstance(generator, StreamingGenerator):
+            return await self._announce(await generator.generate(self.original, documents))
+        answer: Answer | None = None
+        async with aclosing(generator.generate_stream(self.original, documents)) as pieces:
+            async for piece in pieces:
+                if isinstance(piece, Answer):
+                    answer = piece
+                elif piece.text or piece.restart:
+                    self.answer_text_sent = True
+                    await self._emit(AnswerToken(piece.text, piece.restart))
+        if answer is None:
+            raise RuntimeError("the generator's stream ended without its answer")
+        return answer
+
+    async def _announce(self, answer: Answer) -> Answer:
+        """An answer's text at once (from a generator that cannot stream, or written by the
+        loop itself), replacing any text streamed before it."""
+        await self._emit(AnswerToken(answer.text, restart=self.answer_text_sent))
+        self.answer_text_sent = True
+        return answer
+
+    async def _retrieve(self) -> RetrievalResult:
+        query = self.current
         return await self._node(
             "retrieve",
-            round_number,
+            query,
             lambda: self.stages.retriever.retrieve(
                 query,
                 top_k=self.policy.top_k,
-                similarity_threshold=self.policy.similarity_threshold,
+                similarity_threshold=self.policy.similarity_threshold_of(self.round_number),
                 collection=self.policy.collection,
                 mode=self.policy.retrieval_mode,
                 filters=self.policy.filters,
@@ -273,23 +367,11 @@ class _Run:
                 "documents": len(r.documents),
                 "total_found": r.total_found,
             },
-            started={"query": query},
+            lambda r: events.retrieve_details(query, r),
+            deadline=self.budget.rounds_deadline,
         )
 
-    async def _rewrite(self, round_number: int, query: str, round_: Round) -> Rewrite:
-        return await self._node(
-            "rewrite",
-            round_number,
-            lambda: self.stages.rewriter.rewrite(
-                self.original,
-                query,
-                [g for g in round_.graded if not g.grade.relevant],
-                list(self.trace.rewrite_history),
-            ),
-            lambda w: {"query": w.query, "reason": w.reason, "keywords": w.keywords},
-        )
-
-    async def _grade(self, round_number: int, retrieval: RetrievalResult) -> GradingResult:
+    async def _grade(self, retrieval: RetrievalResult) -> GradingResult:
         documents = retrieval.documents
 
         async def grade() -> GradingResult:
@@ -304,63 +386,84 @@ class _Run:
 
         grading = await self._node(
             "grade",
-            round_number,
+            self.original,
             grade,
             lambda g: {
                 "documents": len(documents),
                 "passed": sum(1 for x in g.grades if x.relevant),
             },
+            lambda g: events.grade_details(g, self.policy.grade_pass_threshold),
+            deadline=self.budget.rounds_deadline,
         )
         self.trace.usage = self.trace.usage + grading.usage
         return grading
 
+    async def _rewrite(self, round_: Round) -> Rewrite:
+        rewrite = await self._node(
+            "rewrite",
+            self.current,
+            lambda: self.stages.rewriter.rewrite(
+                self.original,
+                self.current,
+                [g for g in round_.graded if not g.grade.relevant],
+                list(self.trace.rewrite_history),
+            ),
+            lambda w: {"query": w.query, "reason": w.reason, "keywords": w.keywords},
+            events.rewrite_details,
+            deadline=self.budget.rounds_deadline,
+        )
+        self.trace.usage = self.trace.usage + rewrite.usage
+        return rewrite
+
     async def _node(
         self,
         node: str,
-        round_number: int,
+        query: str,
         call: Callable[[], Awaitable[T]],
         summarize: Callable[[T], dict[str, Any]],
+        describe: Callable[[T], dict[str, Any]],
         *,
-        started: dict[str, Any] | None = None,
-        min_timeout_s: float = 0.0,
+        deadline: float,
     ) -> T:
-        """Run one stage call within the remaining budget (or ``min_timeout_s`` if that is
-        longer), recording it in the trace."""
+        """Run one stage call by ``deadline``, recording it in the trace (``summarize``) and
+        telling the observer (``describe``). Raises BudgetSpent when the deadline is reached
+        before or during the call, StageFailure when the stage fails."""
+        if reached(deadline):
+            raise BudgetSpent
         self.trace.decision_path.append(node)
-        await self._emit(LoopEvent("node_started", node, round_number, started or {}))
-        started_at = datetime.now(UTC)
-        clock = time.perf_counter()
+        await self._emit(NodeStarted(node, self.round_number, query))
+        started_at, clock = datetime.now(UTC), time.perf_counter()
         try:
-            remaining = max(self.remaining_s(), min_timeout_s)
-            if remaining <= 0:
-                raise TimeoutError
-            result = await asyncio.wait_for(call(), timeout=remaining)
+            with context.deadline_at(deadline):
+                result = await asyncio.wait_for(call(), timeout=seconds_until(deadline))
         except Exception as exc:
-            kind, message = classify_error(exc, node)
-            self._record(node, round_number, started_at, clock, "error", {"error": message})
-            await self._emit(LoopEvent("node_finished", node, round_number, {"error": message}))
-            raise self._failure(node, kind, message) from exc
-        details = summarize(result)
-        self._record(node, round_number, started_at, clock, "ok", details)
-        await self._emit(LoopEvent("node_finished", node, round_number, details))
+            spent = isinstance(exc, TimeoutError | DependencyTimeout) and reached(deadline)
+            if spent:
+                kind, message = "timeout", f"{node} did not finish within the request's time budget"
+            else:
+                kind, message = classify_error(exc, node)
+            details = {"error": message}
+            await self._finished(node, started_at, clock, "error", details, details)
+            if spent:
+                raise BudgetSpent from exc
+            raise StageFailure(node, kind, message, self.trace) from exc
+        await self._finished(node, started_at, clock, "ok", summarize(result), describe(result))
         return result
 
-    def _record(
+    async def _finished(
         self,
         node: str,
-        round_number: int,
         started_at: datetime,
         clock: float,
         status: str,
-        details: dict[str, Any],
+        summary: dict[str, Any],
+        description: dict[str, Any],
     ) -> None:
         duration_ms = (time.perf_counter() - clock) * 1000
         self.trace.node_executions.append(
-            NodeExecution(node, round_number, started_at, duration_ms, status, details)
+            NodeExecution(node, self.round_number, started_at, duration_ms, status, summary)
         )
-
-    def _failure(self, node: str, kind: str, message: str) -> StageFailure:
-        return StageFailure(node, kind, message, self.trace)
+        await self._emit(NodeFinished(node, self.round_number, duration_ms, status, description))
 
     async def _emit(self, event: LoopEvent) -> None:
         if self.on_event is not None:
@@ -369,7 +472,7 @@ class _Run:
 
 def classify_error(exc: Exception, node: str) -> tuple[str, str]:
     if isinstance(exc, TimeoutError):
-        return "timeout", f"{node} did not finish within the request's time budget"
+        return "timeout", f"{node} timed out"
     if isinstance(exc, DependencyTimeout):
         return "timeout", str(exc)
     if isinstance(exc, DependencyUnavailable):

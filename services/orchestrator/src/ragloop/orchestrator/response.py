@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from ragloop.orchestrator.loop import LoopResult, Outcome
+from typing import Any
+
+from ragloop.core.domain import GradingResult, RetrievalResult
+from ragloop.orchestrator.loop import LoopResult, Outcome, Round
 from ragloop.orchestrator.schemas import (
     CitationOut,
     DocumentOut,
@@ -18,9 +21,17 @@ from ragloop.orchestrator.schemas import (
 )
 
 
+def query_response_body(result: LoopResult) -> dict[str, Any]:
+    """The JSON body of POST /v1/query, and the data of the stream's ``done`` event."""
+    return build_query_response(result).model_dump(mode="json")
+
+
 def build_query_response(result: LoopResult) -> QueryResponse:
     usage = result.trace.usage
-    final = result.final_round
+    # Retrieval and grades of the last graded round (none when the budget ran out before one).
+    final = result.final_round or Round(
+        0, result.final_query, RetrievalResult([], 0), GradingResult([])
+    )
     history = result.trace.rewrite_history
     return QueryResponse(
         answer=result.answer.text,

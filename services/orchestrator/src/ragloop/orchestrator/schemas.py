@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ragloop.core.filters import parse_filters
 from ragloop.core.validation import COLLECTION_PATTERN, TENANT_PATTERN
+from ragloop.orchestrator.thresholds import MAX_REWRITE_ATTEMPTS, check_schedule
 
 
 def tenant_field() -> Any:
@@ -27,7 +28,20 @@ class QueryRequest(BaseModel):
     similarity_threshold: float | None = Field(
         None, ge=0, le=1, description="Minimum cosine similarity of a retrieved passage."
     )
-    max_rewrite_attempts: int | None = Field(None, ge=0, le=5, description="Rewrites allowed.")
+    relax_similarity: bool | None = Field(
+        None,
+        description="Lower the similarity threshold round by round, along the server's "
+        "RAGLOOP_SIMILARITY_RELAXATION (e.g. 0.65 → 0.5 → 0.35) or `similarity_thresholds`; "
+        "omitted means the server's default (RAGLOOP_RELAX_SIMILARITY).",
+    )
+    similarity_thresholds: list[float] | None = Field(
+        None,
+        description="Similarity threshold of each round (1 to 6 values in [0, 1], never "
+        "increasing; later rounds keep the last), e.g. [0.65, 0.5, 0.35].",
+    )
+    max_rewrite_attempts: int | None = Field(
+        None, ge=0, le=MAX_REWRITE_ATTEMPTS, description="Rewrites allowed."
+    )
     grade_pass_threshold: float | None = Field(
         None, ge=0, le=1, description="Share of passages that must pass grading."
     )
@@ -44,12 +58,46 @@ class QueryRequest(BaseModel):
         "Strings (ISO dates too) compare lexicographically.",
     )
     tenant: str | None = tenant_field()
+    time_budget_s: float | None = Field(
+        None,
+        ge=1,
+        le=600,
+        description="Seconds the whole query may take, answer included (1 to 600); when they run "
+        "out the response says so (outcome budget_exhausted) and answers from what passed. "
+        "Omitted means the server's RAGLOOP_REQUEST_BUDGET_S.",
+    )
 
     @field_validator("filters")
     @classmethod
     def _valid_filters(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         parse_filters(value)  # raises InvalidInput (a ValueError): a 422 naming `filters`
         return value
+
+    @field_validator("similarity_thresholds")
+    @classmethod
+    def _valid_schedule(cls, value: list[float] | None) -> list[float] | None:
+        return None if value is None else check_schedule(value, "similarity_thresholds")
+
+    @model_validator(mode="after")
+    def _one_threshold_choice(self) -> QueryRequest:
+        if self.similarity_thresholds is None:
+            if self.relax_similarity and self.similarity_threshold is not None:
+                raise ValueError(
+                    "relax_similarity takes the thresholds of RAGLOOP_SIMILARITY_RELAXATION: "
+                    "give similarity_thresholds to choose them, not similarity_threshold"
+                )
+            return self
+        if self.similarity_threshold is not None:
+            raise ValueError(
+                "give either similarity_threshold (the same in every round) or "
+                "similarity_thresholds (one per round), not both"
+            )
+        if self.relax_similarity is False:
+            raise ValueError(
+                "relax_similarity false contradicts similarity_thresholds (which relaxes the "
+                "threshold round by round): omit one of them"
+            )
+        return self
 
 
 class CitationOut(BaseModel):

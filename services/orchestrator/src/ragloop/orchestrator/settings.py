@@ -1,23 +1,92 @@
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, SecretStr, field_validator
 
 from ragloop.core.settings import CommonSettings
+from ragloop.orchestrator.thresholds import check_schedule
 
 
 class OrchestratorSettings(CommonSettings):
     http_port: int = Field(8000, ge=0, le=65535, description="REST API port of the orchestrator.")
+    orchestrator_grpc_port: int = Field(
+        50050,
+        ge=0,
+        le=65535,
+        description="gRPC port of the orchestrator's RagService (Query, QueryStream), with health "
+        "and reflection (0: off).",
+    )
+    # Who may call the REST API: auth.py, ratelimit.py and cors.py, installed by security.py.
+    api_keys: SecretStr = Field(
+        SecretStr(""),
+        description="API keys, comma-separated: with keys here or in `RAGLOOP_API_KEYS_FILE`, "
+        "every endpoint but `/`, `/static/`, `/healthz`, `/readyz`, `/metrics` and the API docs "
+        "needs `Authorization: Bearer KEY` (empty, with no key file: no authentication).",
+    )
+    api_keys_file: str = Field(
+        "",
+        description="File of API keys, one per line, `#` starts a comment; read at startup and "
+        "again whenever it changes (empty: none). Once set, an empty file refuses everyone.",
+    )
+    rate_limit_per_minute: float = Field(
+        0,
+        ge=0,
+        description="Requests per minute per API key (without keys: per client address); "
+        "over it, HTTP 429 with `Retry-After` (0: no limit).",
+    )
+    rate_limit_burst: int = Field(
+        10, ge=1, description="Requests a caller may send at once before the per-minute limit."
+    )
+    cors_allow_origins: str = Field(
+        "",
+        description="Origins whose pages may call the API, comma-separated, e.g. "
+        "`https://app.example.com` (`*`: any; empty: CORS off).",
+    )
+    cors_allow_methods: str = Field(
+        "GET,POST,DELETE", description="Methods cross-origin pages may use, comma-separated."
+    )
+    cors_allow_headers: str = Field(
+        "authorization,content-type,x-request-id",
+        description="Request headers cross-origin pages may send, comma-separated.",
+    )
     retriever_address: str = Field("127.0.0.1:50051", description="host:port of the retriever.")
     grader_address: str = Field("127.0.0.1:50052", description="host:port of the grader.")
     rewriter_address: str = Field("127.0.0.1:50053", description="host:port of the rewriter.")
     generator_address: str = Field("127.0.0.1:50054", description="host:port of the generator.")
-    stage_timeout_s: float = Field(180.0, gt=0, description="Deadline of one stage call.")
+    stage_timeout_s: float = Field(
+        180.0, gt=0, description="Longest deadline of one stage call (the budget may set less)."
+    )
+    stage_connect_timeout_s: float = Field(
+        5.0,
+        gt=0,
+        le=60,
+        description="How long connecting to a stage may take before the call fails with "
+        "HTTP 503 naming the stage.",
+    )
+    ingest_timeout_s: float = Field(
+        3600.0,
+        gt=0,
+        description="Deadline of one ingest call to the retriever (a 50 MB text takes minutes).",
+    )
     request_budget_s: float = Field(
-        300.0, gt=0, description="Time budget of one query, all rounds included."
+        300.0,
+        ge=1,
+        le=600,
+        description="Default time budget of one query, every round and the answer included "
+        "(per request: `time_budget_s`).",
     )
     top_k: int = Field(5, ge=1, le=50, description="Default passages retrieved per round.")
     similarity_threshold: float = Field(
         0.3, ge=0, le=1, description="Default minimum cosine similarity of a retrieved passage."
+    )
+    relax_similarity: bool = Field(
+        False,
+        description="Relax the similarity threshold round by round by default, along "
+        "`RAGLOOP_SIMILARITY_RELAXATION` (per request: `relax_similarity`).",
+    )
+    similarity_relaxation: list[float] = Field(
+        [0.65, 0.5, 0.35],
+        description="Similarity thresholds of rounds 1, 2, 3… when relaxing (JSON list, 1 to 6 "
+        "values in [0, 1], never increasing; later rounds keep the last).",
     )
     max_rewrite_attempts: int = Field(3, ge=0, le=5, description="Default rewrites per query.")
     grade_pass_threshold: float = Field(
@@ -27,12 +96,23 @@ class OrchestratorSettings(CommonSettings):
         10, ge=1, le=20, description="Most passed passages handed to the generator."
     )
     generation_reserve_s: float = Field(
-        60.0, gt=0, description="Time generation always gets, even past the request budget."
+        60.0,
+        gt=0,
+        description="Part of a query's time budget kept for the answer: the rounds stop this long "
+        "before the budget ends (at most half the budget).",
     )
     max_ingest_documents: int = Field(100, ge=1, description="Most documents per ingest request.")
     max_document_chars: int = Field(
-        2_000_000, ge=1, description="Longest document text accepted for ingestion."
+        2_000_000, ge=1, description="Longest document text of a JSON ingest request."
     )
     max_upload_bytes: int = Field(
-        50 * 1024 * 1024, ge=1, description="Largest multipart file upload, all files together."
+        50 * 1024 * 1024,
+        ge=1,
+        description="Largest multipart file upload, all files together (also the most text one "
+        "uploaded file may yield).",
     )
+
+    @field_validator("similarity_relaxation")
+    @classmethod
+    def _valid_relaxation(cls, value: list[float]) -> list[float]:
+        return check_schedule(value, "RAGLOOP_SIMILARITY_RELAXATION")

@@ -6,6 +6,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+import grpc
+
 from ragloop.core.stages import Generator, Grader, Ingestor, Retriever, Rewriter
 from ragloop.orchestrator.clients import (
     RemoteGenerator,
@@ -41,10 +43,18 @@ class StageSet:
 
 def remote_stages(settings: OrchestratorSettings) -> StageSet:
     timeout = settings.stage_timeout_s
-    retriever = RemoteRetriever(open_channel(settings.retriever_address), timeout_s=timeout)
-    grader = RemoteGrader(open_channel(settings.grader_address), timeout_s=timeout)
-    rewriter = RemoteRewriter(open_channel(settings.rewriter_address), timeout_s=timeout)
-    generator = RemoteGenerator(open_channel(settings.generator_address), timeout_s=timeout)
+
+    def channel(address: str) -> grpc.aio.Channel:
+        return open_channel(address, connect_timeout_s=settings.stage_connect_timeout_s)
+
+    retriever = RemoteRetriever(
+        channel(settings.retriever_address),
+        timeout_s=timeout,
+        ingest_timeout_s=settings.ingest_timeout_s,
+    )
+    grader = RemoteGrader(channel(settings.grader_address), timeout_s=timeout)
+    rewriter = RemoteRewriter(channel(settings.rewriter_address), timeout_s=timeout)
+    generator = RemoteGenerator(channel(settings.generator_address), timeout_s=timeout)
     remotes = [retriever, grader, rewriter, generator]
     return StageSet(
         retriever=retriever,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from ragloop.core.grpc.server import ServiceSpec, run_service
+from ragloop.core.metrics import init_model_series, init_retriever_series
 from ragloop.core.models import make_embedder
 from ragloop.retriever.search import Fusion
 from ragloop.retriever.servicer import RetrieverServicer
@@ -40,11 +41,15 @@ def build_retriever(settings: RetrieverSettings) -> MilvusRetriever:
         chunk_overlap=settings.chunk_overlap,
         embedding_batch_size=settings.embedding_batch_size,
         default_mode=settings.retrieval_mode,
+        chunk_unit=settings.chunk_unit,
+        ingest_batch_chunks=settings.ingest_batch_chunks,
     )
 
 
 def build_spec(settings: RetrieverSettings) -> ServiceSpec:
     stage = build_retriever(settings)
+    init_retriever_series()
+    init_model_series("retriever", stage.embedding_model)
 
     async def close() -> None:
         await asyncio.to_thread(stage.close)

@@ -1,93 +1,254 @@
-"""Split text into overlapping chunks on sentence boundaries."""
+"""Split text into overlapping chunks on sentence boundaries, measured in characters or in the
+embedding model's tokens. The text may arrive in pieces of any size: the chunker holds only the
+unfinished line, paragraph and chunk, so a source of any length is chunked in bounded memory."""
 
 from __future__ import annotations
 
 import re
+from typing import Any, Protocol
 
 from ragloop.core.text import split_sentences
 
 HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+# What str.splitlines() breaks lines at. A trailing "\r" stays unread: "\n" may follow it.
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+LAST_WHITESPACE = re.compile(r"\s(?=\S*$)")
+# Memory bounds. A line longer than this is read in segments cut at whitespace (a segment is
+# never a heading); a paragraph longer than this has its finished sentences packed early. Both
+# give the same chunks as reading the whole text, except for a single "word" longer than this.
+MAX_PENDING_CHARS = 64 * 1024
 
 
-def _split_long(unit: str, size: int) -> list[str]:
+class Measure(Protocol):
+    """How chunks are measured: in characters, or in an embedding model's tokens."""
+
+    unit: str
+    # What joining two texts with a space or a newline adds to their summed lengths.
+    joiner_length: int
+
+    def length(self, text: str) -> int: ...
+
+    def head(self, text: str, limit: int) -> str:
+        """The longest non-empty prefix of ``text`` whose length is at most ``limit``."""
+        ...
+
+
+class Characters:
+    unit = "characters"
+    joiner_length = 1
+
+    def length(self, text: str) -> int:
+        return len(text)
+
+    def head(self, text: str, limit: int) -> str:
+        return text[:limit]
+
+
+class Tokens:
+    """Word pieces of a ``tokenizers`` tokenizer without special tokens or truncation.
+
+    The embedding model's pre-tokenizer splits at whitespace, so the token count of texts joined
+    by a space or a newline is the sum of their counts: sentences are measured once, then added.
+    """
+
+    unit = "tokens"
+    joiner_length = 0
+
+    def __init__(self, tokenizer: Any) -> None:
+        self._tokenizer = tokenizer
+
+    def length(self, text: str) -> int:
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def head(self, text: str, limit: int) -> str:
+        offsets = self._tokenizer.encode(text, add_special_tokens=False).offsets
+        if len(offsets) <= limit:
+            return text
+        return text[: max(offsets[limit - 1][1], 1)]
+
+
+CHARACTERS = Characters()
+
+
+def _split_long(unit: str, size: int, measure: Measure) -> list[str]:
     """Cut a unit longer than ``size`` at word boundaries (mid-word only as a last resort)."""
     pieces: list[str] = []
-    current = ""
+    current: list[str] = []
+    current_length = 0
     for word in unit.split(" "):
-        while len(word) > size:
+        word_length = measure.length(word)
+        while word_length > size:
             if current:
-                pieces.append(current)
-                current = ""
-            pieces.append(word[:size])
-            word = word[size:]
-        candidate = f"{current} {word}" if current else word
-        if len(candidate) > size:
-            pieces.append(current)
-            current = word
+                pieces.append(" ".join(current))
+                current, current_length = [], 0
+            head = measure.head(word, size)
+            pieces.append(head)
+            word = word[len(head) :]
+            word_length = measure.length(word)
+        if not word:
+            continue
+        joined = current_length + measure.joiner_length + word_length if current else word_length
+        if joined > size:
+            pieces.append(" ".join(current))
+            current, current_length = [word], word_length
         else:
-            current = candidate
+            current.append(word)
+            current_length = joined
     if current:
-        pieces.append(current)
+        pieces.append(" ".join(current))
     return pieces
 
 
-def markdown_sections(text: str) -> list[tuple[str, str]]:
-    """Split at Markdown headings into (heading without its #s, body); plain text is one section."""
-    sections: list[tuple[str, list[str]]] = [("", [])]
-    for line in text.splitlines():
-        match = HEADING.match(line)
-        if match:
-            sections.append((match.group(1).strip(), []))
-        else:
-            sections[-1][1].append(line)
-    return [
-        (heading, "\n".join(body)) for heading, body in sections if heading or "".join(body).strip()
-    ]
+class _Section:
+    """Packs the sentences of one Markdown section into chunks that start with its heading.
+
+    Each chunk after the first starts with the last sentences of the previous one, up to
+    ``overlap``, so that a fact spanning a boundary is whole in at least one chunk.
+    """
+
+    def __init__(self, heading: str, *, size: int, overlap: int, measure: Measure) -> None:
+        self._measure = measure
+        self.title = measure.head(heading, size // 4) if heading else ""
+        title_length = measure.length(self.title) + measure.joiner_length if self.title else 0
+        self.room = size - title_length
+        self._overlap = min(overlap, self.room - 1)
+        self._current: list[tuple[str, int]] = []  # (unit, its length)
+        self._packed_any = False
+
+    def _joined_length(self, units: list[tuple[str, int]]) -> int:
+        return sum(length for _, length in units) + self._measure.joiner_length * (len(units) - 1)
+
+    def _chunk(self) -> str:
+        packed = " ".join(unit for unit, _ in self._current)
+        return f"{self.title}\n{packed}" if self.title else packed
+
+    def add(self, sentence: str) -> list[str]:
+        """Chunks completed by adding ``sentence``."""
+        length = self._measure.length(sentence)
+        if length <= self.room:
+            return self.add_unit(sentence, length)
+        chunks: list[str] = []
+        for piece in _split_long(sentence, self.room, self._measure):
+            chunks += self.add_unit(piece, self._measure.length(piece))
+        return chunks
+
+    def add_unit(self, unit: str, length: int) -> list[str]:
+        """Chunks completed by adding ``unit``, which fits the room."""
+        self._packed_any = True
+        chunks: list[str] = []
+        if self._current and self._joined_length([*self._current, (unit, length)]) > self.room:
+            chunks.append(self._chunk())
+            carried: list[tuple[str, int]] = []
+            for previous in reversed(self._current):
+                candidate = [previous, *carried]
+                if (
+                    self._joined_length(candidate) > self._overlap
+                    or self._joined_length([*candidate, (unit, length)]) > self.room
+                ):
+                    break
+                carried = candidate
+            self._current = carried
+        self._current.append((unit, length))
+        return chunks
+
+    def close(self) -> list[str]:
+        """The last chunk; a heading without text is a chunk of its own."""
+        if self._current:
+            return [self._chunk()]
+        return [self.title] if self.title and not self._packed_any else []
 
 
-def chunk_text(text: str, *, size: int, overlap: int) -> list[str]:
-    """Chunks of at most ``size`` characters that never straddle a Markdown section.
+def _strip_line_break(line: str) -> str:
+    return line[:-2] if line.endswith("\r\n") else line[:-1]
+
+
+class Chunker:
+    """Chunks of at most ``size`` (in ``measure``'s unit) that never straddle a Markdown section,
+    from text fed in pieces: ``feed`` returns the chunks each piece completes, ``close`` the rest.
 
     Each chunk starts with its section's heading, so a passage carries its topic with it (a small
     model then reads "Storage > One owner for Milvus Lite" before the sentences). Within a
-    section, sentences are packed with ``overlap`` characters carried into the next chunk.
+    section, sentences are packed with ``overlap`` carried into the next chunk. Paragraphs are
+    separated by blank lines; a paragraph's whitespace is collapsed.
     """
-    if overlap >= size:
-        raise ValueError("overlap must be smaller than size")
-    chunks: list[str] = []
-    for heading, body in markdown_sections(text):
-        title = heading[: size // 4]
-        room = size - len(title) - 1 if title else size
-        for packed in _pack_sentences(body, size=room, overlap=min(overlap, room - 1)):
-            chunks.append(f"{title}\n{packed}" if title else packed)
-        if title and not body.strip():
-            chunks.append(title)
-    return chunks
+
+    def __init__(self, *, size: int, overlap: int, measure: Measure = CHARACTERS) -> None:
+        if overlap >= size:
+            raise ValueError("overlap must be smaller than size")
+        self._size = size
+        self._overlap = overlap
+        self._measure = measure
+        self._carry = ""  # the text after the last line break fed so far
+        self._carry_continues_line = False  # part of the carry's line was already read
+        self._paragraph: list[str] = []  # whitespace-collapsed lines of the open paragraph
+        self._paragraph_chars = 0
+        self._section = self._new_section("")
+
+    def _new_section(self, heading: str) -> _Section:
+        return _Section(heading, size=self._size, overlap=self._overlap, measure=self._measure)
+
+    def feed(self, piece: str) -> list[str]:
+        lines = (self._carry + piece).splitlines(keepends=True)
+        self._carry = ""
+        if lines and (lines[-1][-1] not in LINE_BREAKS or lines[-1][-1] == "\r"):
+            self._carry = lines.pop()
+        chunks: list[str] = []
+        for line in lines:
+            chunks += self._line(_strip_line_break(line), self._carry_continues_line)
+            self._carry_continues_line = False
+        while len(self._carry) > MAX_PENDING_CHARS:
+            cut = LAST_WHITESPACE.search(self._carry, 0, MAX_PENDING_CHARS)
+            end, resume = (cut.start(), cut.end()) if cut else (MAX_PENDING_CHARS,) * 2
+            chunks += self._line(self._carry[:end], continues=True)
+            self._carry = self._carry[resume:]
+            self._carry_continues_line = True
+        return chunks
+
+    def close(self) -> list[str]:
+        last_line = self._carry.removesuffix("\r")
+        chunks = self._line(last_line, self._carry_continues_line) if self._carry else []
+        self._carry = ""
+        return chunks + self._end_paragraph() + self._section.close()
+
+    def _line(self, line: str, continues: bool) -> list[str]:
+        if not continues:
+            heading = HEADING.match(line)
+            if heading:
+                chunks = self._end_paragraph() + self._section.close()
+                self._section = self._new_section(heading.group(1).strip())
+                return chunks
+            if not line.strip():
+                return self._end_paragraph()
+        words = " ".join(line.split())
+        if not words:
+            return []
+        self._paragraph.append(words)
+        self._paragraph_chars += len(words) + 1
+        return self._pack_finished() if self._paragraph_chars > MAX_PENDING_CHARS else []
+
+    def _end_paragraph(self) -> list[str]:
+        chunks: list[str] = []
+        for sentence in split_sentences(" ".join(self._paragraph)):
+            chunks += self._section.add(sentence)
+        self._paragraph, self._paragraph_chars = [], 0
+        return chunks
+
+    def _pack_finished(self) -> list[str]:
+        """Pack a long open paragraph's finished sentences (more text cannot change them) and
+        the finished pieces of its last sentence when that alone is too long; keep the rest."""
+        *finished, last = split_sentences(" ".join(self._paragraph))
+        chunks: list[str] = []
+        for sentence in finished:
+            chunks += self._section.add(sentence)
+        if len(last) > MAX_PENDING_CHARS:
+            *pieces, last = _split_long(last, self._section.room, self._measure)
+            for piece in pieces:
+                chunks += self._section.add_unit(piece, self._measure.length(piece))
+        self._paragraph, self._paragraph_chars = [last], len(last) + 1
+        return chunks
 
 
-def _pack_sentences(text: str, *, size: int, overlap: int) -> list[str]:
-    """Pack sentences into chunks of at most ``size`` characters.
-
-    Each chunk after the first starts with the last sentences of the previous one, up to
-    ``overlap`` characters, so that a fact spanning a boundary is whole in at least one chunk.
-    """
-    units: list[str] = []
-    for sentence in split_sentences(text):
-        units.extend(_split_long(sentence, size) if len(sentence) > size else [sentence])
-
-    chunks: list[str] = []
-    current: list[str] = []
-    for unit in units:
-        if current and len(" ".join([*current, unit])) > size:
-            chunks.append(" ".join(current))
-            carried: list[str] = []
-            for previous in reversed(current):
-                candidate = [previous, *carried]
-                if len(" ".join(candidate)) > overlap or len(" ".join([*candidate, unit])) > size:
-                    break
-                carried = candidate
-            current = carried
-        current.append(unit)
-    if current:
-        chunks.append(" ".join(current))
-    return chunks
+def chunk_text(text: str, *, size: int, overlap: int, measure: Measure = CHARACTERS) -> list[str]:
+    """The chunks of a whole text (see :class:`Chunker`)."""
+    chunker = Chunker(size=size, overlap=overlap, measure=measure)
+    return [*chunker.feed(text), *chunker.close()]

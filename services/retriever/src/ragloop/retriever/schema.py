@@ -5,10 +5,15 @@ A collection created by this code holds, per chunk: ``id`` (VARCHAR primary key)
 ``tenant`` (VARCHAR, the Milvus partition key), ``metadata`` (JSON), ``embedding`` (dense
 FLOAT_VECTOR, HNSW/COSINE) and ``sparse`` (SPARSE_FLOAT_VECTOR written by the BM25 function,
 SPARSE_INVERTED_INDEX/BM25). Both indexes are created with the collection, before any insert.
+A server's version decides what it gets (:class:`ServerFeatures`): before 2.5 no ``sparse``
+(no BM25), before 2.3.11 a ``tenant`` that is not a partition key (upserts misplaced rows).
+Its consistency level is Session: a Milvus server then shows the retriever its own writes at
+once (the default, Bounded, hides them for seconds; Strong makes every search wait for the next
+time tick, 200 ms on Milvus 2.3). Milvus Lite is always strongly consistent.
 
-Collections written by older ragloop versions lack ``sparse`` and ``tenant``; a Milvus older
-than 2.5 (no BM25) gets collections without ``sparse``. :class:`CollectionLayout` says which
-fields a collection has, so that callers can fall back or refuse clearly.
+Collections written by older ragloop versions lack ``sparse`` and ``tenant``.
+:class:`CollectionLayout` says which fields a collection has, so that callers can fall back or
+refuse clearly.
 """
 
 from __future__ import annotations
@@ -32,7 +37,12 @@ MAX_SOURCE_CHARS = 1024
 MAX_CHUNK_CHARS = 16384
 MAX_TENANT_CHARS = 128
 # Milvus gained BM25 functions (full-text search) in 2.5; Milvus Lite 3.x has them too.
-BM25_MIN_VERSION = (2, 5)
+BM25_MIN_VERSION = (2, 5, 0)
+# Before 2.3.11 an upsert computed a row's partition from the wrong field (milvus-io/milvus#30607,
+# fixed by #30773), so tenant-filtered searches missed upserted chunks. There the tenant is a
+# plain field: still filtered on, without partition pruning.
+PARTITION_KEY_MIN_VERSION = (2, 3, 11)
+CONSISTENCY_LEVEL = "Session"
 
 # Lower-case words (the standard tokenizer lower-cases) that carry no meaning for BM25. Spelled
 # out rather than Milvus's "_english_" shorthand, which Milvus Lite does not know.
@@ -65,17 +75,37 @@ class CollectionLayout:
         return cls(has_sparse=SPARSE_FIELD in names, has_tenant=TENANT_FIELD in names)
 
 
+@dataclass(frozen=True)
+class ServerFeatures:
+    """What the collections of a Milvus reporting ``version`` (``v2.5.4``, ``v2.3.5-lite``,
+    ``milvus_lite-3.2.2``) can use. An unparseable version is assumed to be recent."""
+
+    version: str
+    bm25: bool
+    partition_key: bool
+
+    @classmethod
+    def of(cls, version: str) -> ServerFeatures:
+        match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", version)
+        if match is None:
+            return cls(version, bm25=True, partition_key=True)
+        numbers = tuple(int(part or 0) for part in match.groups())
+        return cls(
+            version,
+            bm25=numbers >= BM25_MIN_VERSION,
+            partition_key=numbers >= PARTITION_KEY_MIN_VERSION,
+        )
+
+
 def supports_bm25(server_version: str) -> bool:
-    """Whether a Milvus reporting ``server_version`` (``v2.5.4``, ``milvus_lite-3.2.2``) has
-    BM25 functions. An unparseable version is assumed to be recent."""
-    match = re.search(r"(\d+)\.(\d+)", server_version)
-    if match is None:
-        return True
-    return (int(match.group(1)), int(match.group(2))) >= BM25_MIN_VERSION
+    return ServerFeatures.of(server_version).bm25
 
 
-def create_collection(client: MilvusClient, name: str, *, dimension: int, with_bm25: bool) -> None:
-    """Create ``name`` with its indexes (dense HNSW/COSINE, and BM25 when ``with_bm25``)."""
+def create_collection(
+    client: MilvusClient, name: str, *, dimension: int, features: ServerFeatures
+) -> None:
+    """Create ``name`` with its indexes (dense HNSW/COSINE, and BM25 where the server has it)."""
+    with_bm25 = features.bm25
     schema = client.create_schema(auto_id=False)
     schema.add_field(ID_FIELD, DataType.VARCHAR, is_primary=True, max_length=64)
     schema.add_field(
@@ -88,7 +118,10 @@ def create_collection(client: MilvusClient, name: str, *, dimension: int, with_b
     schema.add_field(SOURCE_FIELD, DataType.VARCHAR, max_length=MAX_SOURCE_CHARS)
     schema.add_field(CHUNK_INDEX_FIELD, DataType.INT64)
     schema.add_field(
-        TENANT_FIELD, DataType.VARCHAR, max_length=MAX_TENANT_CHARS, is_partition_key=True
+        TENANT_FIELD,
+        DataType.VARCHAR,
+        max_length=MAX_TENANT_CHARS,
+        is_partition_key=features.partition_key,
     )
     schema.add_field(METADATA_FIELD, DataType.JSON)
     schema.add_field(DENSE_FIELD, DataType.FLOAT_VECTOR, dim=dimension)
@@ -112,4 +145,6 @@ def create_collection(client: MilvusClient, name: str, *, dimension: int, with_b
         index.add_index(
             field_name=SPARSE_FIELD, index_type="SPARSE_INVERTED_INDEX", metric_type="BM25"
         )
-    client.create_collection(name, schema=schema, index_params=index)
+    client.create_collection(
+        name, schema=schema, index_params=index, consistency_level=CONSISTENCY_LEVEL
+    )

@@ -42,7 +42,7 @@ class Fusion:
     """How hybrid search fuses its dense and sparse rankings."""
 
     ranker: str = "rrf"
-    rrf_k: int = 60
+    rrf_k: int = 10
     dense_weight: float = 0.5
     sparse_weight: float = 0.5
 

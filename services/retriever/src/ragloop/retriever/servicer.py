@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import grpc
 
 from ragloop.core.grpc import convert
 from ragloop.core.grpc.errors import maps_errors
+from ragloop.core.grpc.ingest_stream import StreamReader
 from ragloop.retriever.stage import MilvusRetriever
 from ragloop.v1 import retriever_pb2, retriever_pb2_grpc
 
@@ -38,6 +41,19 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
             documents, collection=request.collection, tenant=request.tenant
         )
         return convert.ingest_result_to_proto(result)
+
+    @maps_errors
+    async def IngestDocumentStream(
+        self,
+        request_iterator: AsyncIterator[retriever_pb2.IngestDocumentStreamRequest],
+        context: grpc.aio.ServicerContext,
+    ) -> retriever_pb2.IngestDocumentStreamResponse:
+        reader = StreamReader(request_iterator)
+        header = await reader.header()
+        result = await self._stage.ingest_stream(
+            reader.documents(), collection=header.collection, tenant=header.tenant
+        )
+        return convert.ingest_result_to_proto(result, retriever_pb2.IngestDocumentStreamResponse)
 
     @maps_errors
     async def DescribeCollection(

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import unicodedata
+from collections.abc import AsyncIterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -17,21 +19,33 @@ from ragloop.core.domain import (
     IngestResult,
     RetrievalResult,
     SourceDocument,
+    StreamedDocument,
+    one_by_one,
 )
 from ragloop.core.errors import ConfigurationError, DependencyUnavailable, InvalidInput
 from ragloop.core.filters import parse_filters
+from ragloop.core.metrics import (
+    count_ingest_failure,
+    count_model_failure,
+    observe_ingest,
+    observe_model_call,
+    observe_retrieval,
+)
 from ragloop.core.models import Embedder
+from ragloop.core.models.embeddings import OnnxMiniLMEmbedder
 from ragloop.core.validation import collection_name, required_text, tenant_id
-from ragloop.retriever.chunking import chunk_text
+from ragloop.retriever.chunking import CHARACTERS, Chunker, Measure, Tokens
 from ragloop.retriever.expressions import all_of, metadata_condition
+from ragloop.retriever.ingestion import BatchWriter, PendingChunk
 from ragloop.retriever.search import DENSE, SearchRequest, checked_mode
-from ragloop.retriever.store import MAX_SOURCE_CHARS, ChunkRow, MilvusStore
+from ragloop.retriever.store import MAX_SOURCE_CHARS, MilvusStore
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 # Up to 100 for evaluations (recall@100); the REST API lets a query ask for 50 at most.
 MAX_TOP_K = 100
+FEED_CHARS = 64 * 1024  # text handed to the chunker at a time
 
 
 def _has_control_characters(value: str) -> bool:
@@ -51,6 +65,8 @@ class MilvusRetriever:
         chunk_overlap: int,
         embedding_batch_size: int,
         default_mode: str = "hybrid",
+        chunk_unit: str = "characters",
+        ingest_batch_chunks: int = 256,
     ) -> None:
         self._store = store
         self._default_mode = checked_mode(default_mode)
@@ -59,7 +75,9 @@ class MilvusRetriever:
         self._default_collection = default_collection
         self._chunk_size = chunk_size
         self._chunk_overlap = chunk_overlap
+        self._measure = chunk_measure(chunk_unit, embedder, chunk_size)
         self._batch_size = embedding_batch_size
+        self._ingest_batch_chunks = ingest_batch_chunks
         # One thread for Milvus (the Lite engine is not meant for concurrent callers), one pool
         # for embeddings so that ingestion does not stall searches.
         self._milvus_thread = ThreadPoolExecutor(1, thread_name_prefix="milvus")
@@ -74,7 +92,18 @@ class MilvusRetriever:
 
     async def _embed(self, texts: list[str]) -> list[list[float]]:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._embed_threads, self._embedder.embed, texts)
+        started = time.perf_counter()
+        try:
+            vectors = await loop.run_in_executor(self._embed_threads, self._embedder.embed, texts)
+        except Exception as exc:
+            count_model_failure("retriever", self._embedder.name, exc)
+            raise
+        observe_model_call("retriever", self._embedder.name, time.perf_counter() - started)
+        return vectors
+
+    @property
+    def embedding_model(self) -> str:
+        return self._embedder.name
 
     def _collection(self, name: str) -> str:
         return collection_name(name or self._default_collection)
@@ -113,7 +142,9 @@ class MilvusRetriever:
         expression = all_of(self._store.tenant_filter(name, layout, tenant), *conditions)
         [vector] = await self._embed([query])
         request = SearchRequest(used, vector, query, top_k, expression)
+        started = time.perf_counter()
         hits = await self._milvus(self._store.search, name, request)
+        observe_retrieval(used, len(hits), time.perf_counter() - started)
         kept = [doc for doc in hits if doc.score >= similarity_threshold]
         return RetrievalResult(
             kept, total_found=len(hits), embedding_model=self._embedder.name, mode=used
@@ -167,64 +198,111 @@ class MilvusRetriever:
     async def ingest(
         self, documents: list[SourceDocument], *, collection: str = "", tenant: str = ""
     ) -> IngestResult:
+        """Ingest whole documents; all are checked before any is written."""
         if not documents:
             raise InvalidInput("no documents to ingest")
         for position, doc in enumerate(documents):
             _validate_source(doc.source, f"document {position}")
             if not doc.text.strip():
                 raise InvalidInput(f"document {position} ({doc.source!r}): text must not be empty")
+        return await self.ingest_stream(
+            one_by_one([StreamedDocument.of(doc) for doc in documents]),
+            collection=collection,
+            tenant=tenant,
+        )
+
+    async def ingest_stream(
+        self,
+        documents: AsyncIterable[StreamedDocument],
+        *,
+        collection: str = "",
+        tenant: str = "",
+    ) -> IngestResult:
+        """Chunk, embed and store documents read piece by piece, in batches (see
+        ``ingestion.py``): memory stays bounded however long a document is, and chunks of small
+        documents share embedding calls. Re-ingesting a source replaces its chunks. If anything
+        fails, every chunk of a partly written source is deleted and the error names it;
+        documents finished before stay ingested."""
         tenant = tenant_id(tenant)
         name = self._collection(collection)
+        await self._milvus(self._store.layout, name, create=True)
+        writer = BatchWriter(
+            embed=self._embed,
+            write=lambda rows, finished: self._milvus(
+                self._store.write_chunks, name, rows, tenant=tenant, finished=finished
+            ),
+            remove=lambda sources: self._milvus(
+                self._store.remove_sources, name, sources, tenant=tenant
+            ),
+            batch_chunks=self._ingest_batch_chunks,
+            embed_batch=self._batch_size,
+            log_extra={"collection": name},
+        )
         ingested: list[IngestedSource] = []
-        # Chunks of several small documents share embedding batches (one document of ~2 chunks
-        # per call left the model mostly idle); at most about one batch plus one document's
-        # chunks wait in memory before they are written.
-        pending: list[tuple[SourceDocument, list[str]]] = []
-        for doc in documents:
-            pending.append(
-                (doc, chunk_text(doc.text, size=self._chunk_size, overlap=self._chunk_overlap))
-            )
-            if sum(len(chunks) for _, chunks in pending) >= self._batch_size:
-                ingested += await self._embed_and_write(pending, name, tenant)
-                pending = []
-        if pending:
-            ingested += await self._embed_and_write(pending, name, tenant)
+        try:
+            async for document in documents:
+                ingested.append(await self._read(document, len(ingested), writer))
+            if not ingested:
+                raise InvalidInput("no documents to ingest")
+            await writer.close()
+        except BaseException as exc:
+            if isinstance(exc, Exception):
+                count_ingest_failure(exc)
+            await asyncio.shield(writer.abort())
+            raise
+        observe_ingest(len(ingested), sum(source.chunk_count for source in ingested))
         return IngestResult(name, ingested)
 
-    async def _embed_and_write(
-        self, pending: list[tuple[SourceDocument, list[str]]], name: str, tenant: str
-    ) -> list[IngestedSource]:
-        texts = [text for _, chunks in pending for text in chunks]
-        vectors: list[list[float]] = []
-        for start in range(0, len(texts), self._batch_size):
-            vectors.extend(await self._embed(texts[start : start + self._batch_size]))
-        written: list[IngestedSource] = []
-        offset = 0
-        for doc, chunks in pending:
-            doc_vectors = vectors[offset : offset + len(chunks)]
-            offset += len(chunks)
-            rows = [
-                ChunkRow(doc.source, index, text, doc.metadata, vector)
-                for index, (text, vector) in enumerate(zip(chunks, doc_vectors, strict=True))
-            ]
-            try:
-                await self._milvus(
-                    self._store.replace_source, name, doc.source, rows, tenant=tenant
-                )
-            except DependencyUnavailable as exc:
-                raise DependencyUnavailable(
-                    f"ingesting source {doc.source!r} failed: {exc}"
-                ) from exc
-            log.info(
-                "ingested", extra={"collection": name, "source": doc.source, "chunks": len(rows)}
-            )
-            written.append(IngestedSource(doc.source, len(rows)))
-        return written
+    async def _read(
+        self, document: StreamedDocument, position: int, writer: BatchWriter
+    ) -> IngestedSource:
+        """Chunk one document into the writer's batches."""
+        source = document.source
+        _validate_source(source, f"document {position}")
+        if writer.holds(source):  # the same source again: its earlier version is written first
+            await writer.flush()
+        chunker = Chunker(size=self._chunk_size, overlap=self._chunk_overlap, measure=self._measure)
+        count = 0
+        async for piece in document.pieces:
+            # Slices bound both the copies the chunker makes and the time the loop is busy.
+            for offset in range(0, len(piece), FEED_CHARS):
+                for text in chunker.feed(piece[offset : offset + FEED_CHARS]):
+                    await writer.add(PendingChunk(source, count, text, document.metadata))
+                    count += 1
+        for text in chunker.close():
+            await writer.add(PendingChunk(source, count, text, document.metadata))
+            count += 1
+        if not count:
+            raise InvalidInput(f"document {position} ({source!r}): text must not be empty")
+        writer.finish(source, count)
+        return IngestedSource(source, count)
 
     def close(self) -> None:
         self._milvus_thread.submit(self._store.close).result()
         self._milvus_thread.shutdown()
         self._embed_threads.shutdown()
+
+
+def chunk_measure(unit: str, embedder: Embedder, chunk_size: int) -> Measure:
+    """How chunk lengths are measured: characters, or the embedding model's own tokens (then a
+    chunk may not be longer than the model reads, or its end would be cut off unembedded)."""
+    if unit == "characters":
+        return CHARACTERS
+    if unit != "tokens":
+        raise ConfigurationError(f"chunk_unit must be 'characters' or 'tokens', not {unit!r}")
+    if not isinstance(embedder, OnnxMiniLMEmbedder):
+        raise ConfigurationError(
+            f"chunk_unit 'tokens' needs the embedding model's tokenizer, which ragloop has for "
+            f"the local all-MiniLM-L6-v2 model only, not {embedder.name!r}: use 'characters'"
+        )
+    limit = OnnxMiniLMEmbedder.MAX_TOKENS - 2
+    if chunk_size > limit:
+        raise ConfigurationError(
+            f"chunk_size {chunk_size} tokens is more than {embedder.name!r} reads: "
+            f"{OnnxMiniLMEmbedder.MAX_TOKENS} word pieces including [CLS] and [SEP], so at most "
+            f"{limit}; the end of longer chunks would not be embedded"
+        )
+    return Tokens(embedder.tokenizer())
 
 
 def _validate_source(source: str, where: str) -> None:

@@ -8,18 +8,21 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pymilvus import MilvusClient, MilvusException
+from pymilvus.client.types import LoadState
 
 from ragloop.core.domain import CollectionInfo, Document
 from ragloop.core.errors import ConfigurationError, DependencyUnavailable, NotFound
 from ragloop.core.validation import collection_name
 from ragloop.retriever import schema
+from ragloop.retriever.consistency import ReadYourDeletesClient
 from ragloop.retriever.expressions import all_of, equals, string_literal
-from ragloop.retriever.schema import CollectionLayout
+from ragloop.retriever.schema import CollectionLayout, ServerFeatures
 from ragloop.retriever.search import (
     DENSE,
     HYBRID,
@@ -85,7 +88,7 @@ class MilvusStore:
         self._fusion = fusion or Fusion()
         self._client: MilvusClient | None = None
         self._layouts: dict[str, CollectionLayout] = {}
-        self._bm25: bool | None = None
+        self._features: ServerFeatures | None = None
 
     @property
     def client(self) -> MilvusClient:
@@ -94,7 +97,7 @@ class MilvusStore:
             if not is_server:
                 Path(self._uri).parent.mkdir(parents=True, exist_ok=True)
             try:
-                self._client = MilvusClient(uri=self._uri, token=self._token)
+                self._client = ReadYourDeletesClient(uri=self._uri, token=self._token)
             except MilvusException as exc:
                 raise DependencyUnavailable(f"cannot open Milvus at {self._uri}: {exc}") from exc
         return self._client
@@ -104,17 +107,24 @@ class MilvusStore:
             self._client.close()
             self._client = None
 
-    def server_supports_bm25(self) -> bool:
-        if self._bm25 is None:
+    def server_features(self) -> ServerFeatures:
+        if self._features is None:
             version = str(self.client.get_server_version())
-            self._bm25 = schema.supports_bm25(version)
-            if not self._bm25:
+            self._features = ServerFeatures.of(version)
+            if not self._features.bm25:
                 log.warning(
                     "Milvus %s has no BM25 functions (needs 2.5 or newer): new collections are "
                     "dense-only and sparse/hybrid retrieval is unavailable on them",
                     version,
                 )
-        return self._bm25
+            if not self._features.partition_key:
+                log.warning(
+                    "Milvus %s puts upserted rows in the wrong partition of a partition-key "
+                    "collection (fixed in 2.3.11): the tenant of new collections is a filtered "
+                    "field, not a partition key",
+                    version,
+                )
+        return self._features
 
     # --- collections -----------------------------------------------------------------------
 
@@ -128,16 +138,29 @@ class MilvusStore:
         description = self.client.describe_collection(collection)
         properties = description.get("properties", {})
         layout = CollectionLayout.of(description)
-        stats = self.client.get_collection_stats(collection)
         return CollectionInfo(
             name=collection,
             exists=True,
-            chunk_count=int(stats.get("row_count", 0)),
+            chunk_count=self._chunk_count(collection),
             embedding_model=properties.get(MODEL_PROPERTY, ""),
             dimension=int(properties.get(DIMENSION_PROPERTY, 0) or 0),
             full_text=layout.has_sparse,
             tenants=layout.has_tenant,
         )
+
+    def _chunk_count(self, collection: str) -> int:
+        """The chunks of ``collection``. A server's statistics count flushed rows only, deleted
+        ones included until compaction, so a loaded collection is counted by a query (which sees
+        this client's own writes); one not loaded gets the statistics' estimate."""
+        if self.client.get_load_state(collection)["state"] != LoadState.Loaded:
+            return int(self.client.get_collection_stats(collection).get("row_count", 0))
+        [row] = self.client.query(
+            collection,
+            filter="",
+            output_fields=["count(*)"],
+            consistency_level=schema.CONSISTENCY_LEVEL,  # also for older, Bounded collections
+        )
+        return int(row["count(*)"])
 
     def layout(self, collection: str, *, create: bool) -> CollectionLayout | None:
         """The layout of ``collection`` after checking it was embedded by our model (creating
@@ -183,7 +206,7 @@ class MilvusStore:
             self.client,
             collection,
             dimension=self._dimension,
-            with_bm25=self.server_supports_bm25(),
+            features=self.server_features(),
         )
         self.client.alter_collection_properties(
             collection,
@@ -217,45 +240,76 @@ class MilvusStore:
         scores = cosines(request.vector, [hit["entity"][schema.DENSE_FIELD] for hit in hits])
         return [_document(hit, score) for hit, score in zip(hits, scores, strict=True)]
 
+    def write_chunks(
+        self,
+        collection: str,
+        rows: Sequence[ChunkRow],
+        *,
+        tenant: str = "",
+        finished: Mapping[str, int] | None = None,
+    ) -> None:
+        """Upsert ``rows`` (of ``tenant``, any mix of sources), then delete what older, longer
+        versions of the ``finished`` sources (name → its number of chunks, all now written)
+        left behind. Chunk ids are deterministic, so a row overwrites the chunk of the same
+        index of an earlier version."""
+        layout = self.layout(collection, create=True)
+        assert layout is not None
+        tenant_fields = {schema.TENANT_FIELD: tenant} if layout.has_tenant else {}
+        if rows:
+            data = [
+                {
+                    schema.ID_FIELD: chunk_id(collection, row.source, row.chunk_index, tenant),
+                    schema.TEXT_FIELD: row.text,
+                    schema.SOURCE_FIELD: row.source,
+                    schema.CHUNK_INDEX_FIELD: row.chunk_index,
+                    schema.METADATA_FIELD: row.metadata,
+                    schema.DENSE_FIELD: row.vector,
+                    **tenant_fields,
+                }
+                for row in rows
+            ]
+            self.client.upsert(collection, data)
+        if finished:
+            self._delete_tails(collection, layout, finished, tenant)
+
+    def _delete_tails(
+        self, collection: str, layout: CollectionLayout, lengths: Mapping[str, int], tenant: str
+    ) -> None:
+        # A source's chunks are always numbered 0..n-1, so an older, longer version exists
+        # exactly when chunk n does. Looking that up by primary key is cheap; a filtered
+        # delete scans the collection (on Milvus Lite), which made bulk ingest quadratic.
+        next_ids = {chunk_id(collection, name, n, tenant): name for name, n in lengths.items()}
+        found = self.client.get(collection, ids=list(next_ids), output_fields=[schema.ID_FIELD])
+        for hit in found:
+            source = next_ids[hit[schema.ID_FIELD]]
+            source_filter = self._source_filter(collection, layout, source, tenant)
+            tail = f"{schema.CHUNK_INDEX_FIELD} >= {lengths[source]}"
+            self.client.delete(collection, filter=all_of(source_filter, tail))
+
+    def remove_sources(self, collection: str, sources: Iterable[str], *, tenant: str = "") -> None:
+        """Delete every chunk of each of ``sources`` (of ``tenant``): what a failed write does so
+        that no half-written source stays searchable."""
+        layout = self.layout(collection, create=False)
+        if layout is None:
+            return
+        for source in sources:
+            self.client.delete(
+                collection, filter=self._source_filter(collection, layout, source, tenant)
+            )
+
     def replace_source(
         self, collection: str, source: str, rows: list[ChunkRow], *, tenant: str = ""
     ) -> None:
-        """Make ``rows`` the only chunks of ``source`` (of ``tenant``): upsert them, then drop
-        any older extra ones.
+        """Make ``rows`` the only chunks of ``source`` (of ``tenant``).
 
         If writing fails part-way, every chunk of the source is removed so that no half-written
         document stays searchable; the error is re-raised.
         """
-        layout = self.layout(collection, create=True)
-        assert layout is not None
-        source_filter = self._source_filter(collection, layout, source, tenant)
-        tenant_fields = {schema.TENANT_FIELD: tenant} if layout.has_tenant else {}
-        data = [
-            {
-                schema.ID_FIELD: chunk_id(collection, row.source, row.chunk_index, tenant),
-                schema.TEXT_FIELD: row.text,
-                schema.SOURCE_FIELD: row.source,
-                schema.CHUNK_INDEX_FIELD: row.chunk_index,
-                schema.METADATA_FIELD: row.metadata,
-                schema.DENSE_FIELD: row.vector,
-                **tenant_fields,
-            }
-            for row in rows
-        ]
+        self.layout(collection, create=True)
         try:
-            if data:
-                self.client.upsert(collection, data)
-            # A source's chunks are always numbered 0..n-1, so an older, longer version exists
-            # exactly when chunk n does. Looking that up by primary key is cheap; a filtered
-            # delete scans the collection (on Milvus Lite), which made bulk ingest quadratic.
-            next_id = chunk_id(collection, source, len(rows), tenant)
-            if self.client.get(collection, ids=[next_id], output_fields=[schema.ID_FIELD]):
-                self.client.delete(
-                    collection,
-                    filter=all_of(source_filter, f"{schema.CHUNK_INDEX_FIELD} >= {len(rows)}"),
-                )
+            self.write_chunks(collection, rows, tenant=tenant, finished={source: len(rows)})
         except MilvusException:
-            self.client.delete(collection, filter=source_filter)
+            self.remove_sources(collection, [source], tenant=tenant)
             raise
 
     def delete_source(self, collection: str, source: str, *, tenant: str = "") -> int:

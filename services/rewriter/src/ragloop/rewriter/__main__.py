@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 from ragloop.core.grpc.server import ServiceSpec, run_service
+from ragloop.core.models import ChatModel
+from ragloop.core.models.metered import MeteredChatModel
 from ragloop.rewriter.servicer import RewriterServicer
 from ragloop.rewriter.settings import RewriterSettings
 from ragloop.rewriter.stage import ModelRewriter
 from ragloop.v1 import rewriter_pb2, rewriter_pb2_grpc
 
 
+def build_rewriter(settings: RewriterSettings, model: ChatModel) -> ModelRewriter:
+    return ModelRewriter(model)
+
+
 def build_spec(settings: RewriterSettings) -> ServiceSpec:
-    model = settings.make_chat_model()
-    stage = ModelRewriter(model)
+    model = MeteredChatModel(settings.make_chat_model(), stage="rewriter")
+    stage = build_rewriter(settings, model)
     return ServiceSpec.for_servicer(
         "rewriter",
         RewriterServicer(stage),

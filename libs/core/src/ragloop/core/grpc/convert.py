@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from google.protobuf import json_format, struct_pb2
 
 from ragloop.core.domain import (
     Answer,
+    AnswerDelta,
     Citation,
     CollectionInfo,
     DeletedSource,
@@ -160,8 +161,19 @@ def source_document_from_proto(message: retriever_pb2.SourceDocument) -> SourceD
     )
 
 
-def ingest_result_to_proto(result: IngestResult) -> retriever_pb2.IngestDocumentsResponse:
-    return retriever_pb2.IngestDocumentsResponse(
+# IngestDocuments and IngestDocumentStream answer with messages of the same fields.
+IngestResponse = TypeVar(
+    "IngestResponse",
+    retriever_pb2.IngestDocumentsResponse,
+    retriever_pb2.IngestDocumentStreamResponse,
+)
+
+
+def ingest_result_to_proto(
+    result: IngestResult,
+    response_type: type[IngestResponse] = retriever_pb2.IngestDocumentsResponse,
+) -> IngestResponse:
+    return response_type(
         sources=[
             retriever_pb2.IngestedSource(source=s.source, chunk_count=s.chunk_count)
             for s in result.sources
@@ -171,7 +183,9 @@ def ingest_result_to_proto(result: IngestResult) -> retriever_pb2.IngestDocument
     )
 
 
-def ingest_result_from_proto(message: retriever_pb2.IngestDocumentsResponse) -> IngestResult:
+def ingest_result_from_proto(
+    message: retriever_pb2.IngestDocumentsResponse | retriever_pb2.IngestDocumentStreamResponse,
+) -> IngestResult:
     return IngestResult(
         collection=message.collection,
         sources=[IngestedSource(s.source, s.chunk_count) for s in message.sources],
@@ -301,3 +315,16 @@ def answer_from_proto(message: generator_pb2.GenerateAnswerResponse) -> Answer:
         uncited_sentences=message.uncited_sentences,
         hallucination_risk=round(message.hallucination_risk, 4),  # float32 on the wire
     )
+
+
+def answer_event_to_proto(event: AnswerDelta | Answer) -> generator_pb2.GenerateAnswerEvent:
+    if isinstance(event, Answer):
+        return generator_pb2.GenerateAnswerEvent(answer=answer_to_proto(event))
+    delta = generator_pb2.AnswerDelta(text=event.text, restart=event.restart)
+    return generator_pb2.GenerateAnswerEvent(delta=delta)
+
+
+def answer_event_from_proto(message: generator_pb2.GenerateAnswerEvent) -> AnswerDelta | Answer:
+    if message.HasField("answer"):
+        return answer_from_proto(message.answer)
+    return AnswerDelta(message.delta.text, message.delta.restart)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import aclosing
 from typing import Any, TypeVar
 
 import grpc
@@ -46,17 +47,41 @@ def maps_errors(
         try:
             return await method(self, request, context)
         except Exception as exc:
-            if isinstance(exc, grpc.aio.AbortError):
-                raise
-            code = status_for(exc)
-            if code is grpc.StatusCode.INTERNAL:
-                log.exception("unexpected error in %s", method.__qualname__)
-                await context.abort(code, f"internal error in {method.__qualname__}")
-            log.warning("%s failed: %s", method.__qualname__, exc, extra={"grpc_code": code.name})
-            await context.abort(code, str(exc))
+            await _abort_for(exc, context, method.__qualname__)
             raise  # unreachable: abort raises
 
     return wrapper
+
+
+def maps_stream_errors(
+    method: Callable[..., AsyncGenerator[R, None]],
+) -> Callable[..., AsyncGenerator[R, None]]:
+    """``maps_errors`` for a server-streaming servicer method (an async generator)."""
+
+    @functools.wraps(method)
+    async def wrapper(
+        self: Any, request: Any, context: grpc.aio.ServicerContext
+    ) -> AsyncGenerator[R, None]:
+        try:
+            async with aclosing(method(self, request, context)) as responses:
+                async for response in responses:
+                    yield response
+        except Exception as exc:
+            await _abort_for(exc, context, method.__qualname__)
+            raise  # unreachable: abort raises
+
+    return wrapper
+
+
+async def _abort_for(exc: Exception, context: grpc.aio.ServicerContext, method: str) -> None:
+    if isinstance(exc, grpc.aio.AbortError):
+        raise exc
+    code = status_for(exc)
+    if code is grpc.StatusCode.INTERNAL:
+        log.exception("unexpected error in %s", method)
+        await context.abort(code, f"internal error in {method}")
+    log.warning("%s failed: %s", method, exc, extra={"grpc_code": code.name})
+    await context.abort(code, str(exc))
 
 
 _ERROR_OF_STATUS: dict[grpc.StatusCode, type[Exception]] = {

@@ -1,4 +1,5 @@
-"""Async gRPC server bootstrap: health (grpc.health.v1), reflection, graceful SIGTERM shutdown."""
+"""Async gRPC server bootstrap: health (grpc.health.v1), reflection, Prometheus metrics,
+graceful SIGTERM shutdown."""
 
 from __future__ import annotations
 
@@ -14,7 +15,11 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from ragloop.core.grpc.request_id import RequestIdInterceptor
+from ragloop.core.grpc.rpc_metrics import SERVER
+from ragloop.core.grpc.server_metrics import ServerMetricsInterceptor
 from ragloop.core.logging import configure_logging
+from ragloop.core.metrics.exporter import serve_metrics
 from ragloop.core.settings import CommonSettings
 
 log = logging.getLogger(__name__)
@@ -69,17 +74,18 @@ MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 async def start_server(spec: ServiceSpec, *, host: str, port: int) -> RunningServer:
     """Start serving ``spec`` on host:port (port 0 picks a free one) and mark it SERVING."""
     server = grpc.aio.server(
+        interceptors=[RequestIdInterceptor(), ServerMetricsInterceptor()],
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-        ]
+        ],
     )
     spec.register(server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        [*spec.service_names, health.SERVICE_NAME, reflection.SERVICE_NAME], server
-    )
+    served = [*spec.service_names, health.SERVICE_NAME, reflection.SERVICE_NAME]
+    reflection.enable_server_reflection(served, server)
+    SERVER.init_series(served)
     bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:
         raise OSError(f"{spec.name}: cannot listen on {host}:{port}")
@@ -105,8 +111,10 @@ async def serve_until_signalled(spec: ServiceSpec, *, host: str, port: int, grac
 def run_service(
     build: Callable[[], ServiceSpec], *, service: str, settings: CommonSettings, port: int
 ) -> None:
-    """Entry point body shared by every stage: logging, then serve until signalled."""
+    """Entry point body shared by every stage: logging, the /metrics endpoint, then serve
+    until signalled."""
     configure_logging(service, settings.log_level, json_format=settings.log_json)
+    metrics = serve_metrics(service, host=settings.bind_host, setting=settings.metrics_port)
 
     async def main() -> None:
         spec = build()  # inside the event loop: aio objects bind to it
@@ -114,4 +122,8 @@ def run_service(
             spec, host=settings.bind_host, port=port, grace=settings.shutdown_grace_s
         )
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    finally:
+        if metrics is not None:
+            metrics.stop()

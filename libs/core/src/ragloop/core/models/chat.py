@@ -1,22 +1,33 @@
-"""Chat model providers: llama.cpp's OpenAI-compatible server and Ollama (via langchain-ollama).
+"""Chat model providers: any OpenAI-compatible server (llama.cpp's ``llama-server`` among them)
+and Ollama (via langchain-ollama).
 
-Both take an optional JSON schema that constrains the reply (llama.cpp: ``response_format``
-``json_schema``, compiled to a grammar; Ollama: the ``format`` field), so stages get structured
-output from small models too. Both retry a refused connection with capped exponential backoff
-(``retry.py``); a call that times out raises ``DependencyTimeout`` (gRPC DEADLINE_EXCEEDED) and a
-server that cannot be reached ``DependencyUnavailable`` (UNAVAILABLE).
+All take an optional JSON schema that constrains the reply (OpenAI-compatible: ``response_format``
+``json_schema``, which llama.cpp compiles to a grammar; Ollama: the ``format`` field), so stages get
+structured output from small models too. Each answers in one piece (``complete``) or streams
+(``stream``). All retry a refused connection with capped exponential backoff (``retry.py``) —
+a stream only until its first piece arrived; a call that times out raises ``DependencyTimeout``
+(gRPC DEADLINE_EXCEEDED) and a server that cannot be reached ``DependencyUnavailable``
+(UNAVAILABLE). While streaming, the timeout bounds the wait for each next piece of the reply.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncGenerator, Iterator, Mapping
+from contextlib import aclosing, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import httpx
 
 from ragloop.core.errors import DependencyTimeout, DependencyUnavailable
-from ragloop.core.models.retry import NO_RETRIES, RetryPolicy, retry_on_connection_errors
+from ragloop.core.models.retry import (
+    NO_RETRIES,
+    RetryPolicy,
+    retry_on_connection_errors,
+    retry_stream_on_connection_errors,
+)
+from ragloop.core.models.sse import sse_json_events
 
 # Connecting should take well under this even on a busy machine; the rest of the timeout is for
 # the model to answer.
@@ -48,25 +59,94 @@ class ChatModel(Protocol):
         max_tokens: int = 512,
     ) -> ChatReply: ...
 
+    def stream(
+        self,
+        messages: list[ChatMessage],
+        *,
+        json_schema: dict[str, Any] | None = None,
+        max_tokens: int = 512,
+    ) -> AsyncGenerator[str | ChatReply, None]:
+        """The reply's text pieces (``str``) as the model writes them, then one ``ChatReply``
+        with the whole text and the usage: what ``complete`` would have returned."""
+        ...
+
     async def aclose(self) -> None: ...
 
 
-class LlamaCppChatModel:
-    """A llama.cpp ``llama-server`` (or any OpenAI-compatible server) at ``base_url``."""
+def http_timeout(timeout_s: float) -> httpx.Timeout:
+    return httpx.Timeout(timeout_s, connect=min(timeout_s, CONNECT_TIMEOUT_S))
+
+
+@contextmanager
+def dependency_errors(target: str) -> Iterator[None]:
+    """Turn what an HTTP model client raises into the errors that gRPC codes are mapped from."""
+    try:
+        yield
+    except httpx.ConnectTimeout as exc:
+        raise DependencyUnavailable(f"{target} unreachable: {exc!r}") from exc
+    except httpx.TimeoutException as exc:
+        raise DependencyTimeout(f"{target} timed out") from exc
+    except (httpx.HTTPError, ConnectionError) as exc:
+        raise DependencyUnavailable(f"{target} unreachable: {exc!r}") from exc
+    except (KeyError, IndexError, ValueError) as exc:  # ValueError: JSON that does not parse
+        raise DependencyUnavailable(f"{target} sent a malformed reply: {exc!r}") from exc
+
+
+def _token_counts(usage: Mapping[str, Any] | None) -> tuple[int, int]:
+    usage = usage or {}
+    return int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+
+
+class OpenAICompatibleChatModel:
+    """A server speaking OpenAI's ``/chat/completions``: OpenAI, vLLM, LM Studio, llama.cpp.
+
+    ``base_url`` ends where ``/chat/completions`` is appended, usually in ``/v1``. The API key, if
+    any, goes in an ``Authorization: Bearer`` header; ``extra_body`` adds server-specific fields.
+    """
 
     def __init__(
-        self, name: str, *, base_url: str, timeout_s: float, retry: RetryPolicy = NO_RETRIES
+        self,
+        name: str,
+        model: str,
+        *,
+        base_url: str,
+        timeout_s: float,
+        api_key: str = "",
+        retry: RetryPolicy = NO_RETRIES,
+        extra_body: Mapping[str, Any] | None = None,
     ) -> None:
         self._name = name
+        self._model = model
         self._retry = retry
+        self._extra_body = dict(extra_body or {})
+        self._url = base_url.rstrip("/")
+        self._target = f"chat model at {self._url}"
         self._client = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"),
-            timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, CONNECT_TIMEOUT_S)),
+            base_url=self._url,
+            headers={"authorization": f"Bearer {api_key}"} if api_key else {},
+            timeout=http_timeout(timeout_s),
         )
 
     @property
     def name(self) -> str:
         return self._name
+
+    def _body(
+        self, messages: list[ChatMessage], json_schema: dict[str, Any] | None, max_tokens: int
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self._model,
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "temperature": 0.0,
+            "max_tokens": max_tokens,
+            **self._extra_body,
+        }
+        if json_schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "reply", "schema": json_schema, "strict": True},
+            }
+        return body
 
     async def complete(
         self,
@@ -75,50 +155,80 @@ class LlamaCppChatModel:
         json_schema: dict[str, Any] | None = None,
         max_tokens: int = 512,
     ) -> ChatReply:
-        body: dict[str, Any] = {
-            "messages": [{"role": m.role, "content": m.content} for m in messages],
-            "temperature": 0.0,
-            "max_tokens": max_tokens,
-            # llama.cpp extensions: no repetition penalty (it bends JSON), reuse the KV cache of
-            # a shared prompt prefix across calls.
-            "repeat_penalty": 1.0,
-            "cache_prompt": True,
-        }
-        if json_schema is not None:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "reply", "schema": json_schema, "strict": True},
-            }
-        target = str(self._client.base_url)
-        try:
+        body = self._body(messages, json_schema, max_tokens)
+        with dependency_errors(self._target):
             response = await retry_on_connection_errors(
-                lambda: self._client.post("/v1/chat/completions", json=body),
+                lambda: self._client.post("/chat/completions", json=body),
                 self._retry,
-                target=target,
+                target=self._url,
             )
-        except httpx.ConnectTimeout as exc:
-            raise DependencyUnavailable(f"chat model at {target} unreachable: {exc!r}") from exc
-        except httpx.TimeoutException as exc:
-            raise DependencyTimeout(f"chat model at {target} timed out") from exc
-        except httpx.HTTPError as exc:
-            raise DependencyUnavailable(
-                f"chat model at {self._client.base_url} unreachable: {exc!r}"
-            ) from exc
+            await self._check_status(response)
+            payload = response.json()
+            text = payload["choices"][0]["message"].get("content") or ""
+        return ChatReply(text, *_token_counts(payload.get("usage")))
+
+    async def stream(
+        self,
+        messages: list[ChatMessage],
+        *,
+        json_schema: dict[str, Any] | None = None,
+        max_tokens: int = 512,
+    ) -> AsyncGenerator[str | ChatReply, None]:
+        body = self._body(messages, json_schema, max_tokens)
+        body |= {"stream": True, "stream_options": {"include_usage": True}}
+        pieces: list[str] = []
+        usage: dict[str, Any] | None = None
+        with dependency_errors(self._target):
+            events = retry_stream_on_connection_errors(
+                lambda: self._events(body), self._retry, target=self._url
+            )
+            async with aclosing(events):
+                async for event in events:
+                    usage = event.get("usage") or usage
+                    choices = event.get("choices") or [{}]
+                    piece = (choices[0].get("delta") or {}).get("content") or ""
+                    if piece:
+                        pieces.append(piece)
+                        yield piece
+        yield ChatReply("".join(pieces), *_token_counts(usage))
+
+    async def _events(self, body: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
+        async with self._client.stream("POST", "/chat/completions", json=body) as response:
+            await self._check_status(response)
+            async for event in sse_json_events(response.aiter_lines()):
+                if event.get("error"):
+                    raise DependencyUnavailable(f"{self._target} failed: {event['error']}")
+                yield event
+
+    async def _check_status(self, response: httpx.Response) -> None:
         if response.status_code != 200:
+            await response.aread()
             raise DependencyUnavailable(
-                f"chat model at {self._client.base_url} answered HTTP {response.status_code}: "
-                f"{response.text[:300]}"
+                f"{self._target} answered HTTP {response.status_code}: {response.text[:300]}"
             )
-        payload = response.json()
-        usage = payload.get("usage") or {}
-        return ChatReply(
-            text=payload["choices"][0]["message"].get("content") or "",
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
-        )
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+class LlamaCppChatModel(OpenAICompatibleChatModel):
+    """llama.cpp's ``llama-server`` at ``base_url`` (without ``/v1``): no key, and two llama.cpp
+    extensions — no repetition penalty (it bends JSON), and reuse of the KV cache of a prompt
+    prefix shared across calls. The server holds one model and ignores the model name."""
+
+    EXTENSIONS: Mapping[str, Any] = {"repeat_penalty": 1.0, "cache_prompt": True}
+
+    def __init__(
+        self, name: str, *, base_url: str, timeout_s: float, retry: RetryPolicy = NO_RETRIES
+    ) -> None:
+        super().__init__(
+            name,
+            name.partition(":")[2] or name,
+            base_url=f"{base_url.rstrip('/')}/v1",
+            timeout_s=timeout_s,
+            retry=retry,
+            extra_body=self.EXTENSIONS,
+        )
 
 
 class OllamaChatModel:
@@ -159,12 +269,21 @@ class OllamaChatModel:
             keep_alive=self._keep_alive_s,
             num_ctx=self._num_ctx,
             format=json_schema,
-            client_kwargs={
-                "timeout": httpx.Timeout(
-                    self._timeout_s, connect=min(self._timeout_s, CONNECT_TIMEOUT_S)
-                )
-            },
+            client_kwargs={"timeout": http_timeout(self._timeout_s)},
         )
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        from ollama import ResponseError
+
+        target = f"Ollama at {self._base_url}"
+        with dependency_errors(target):
+            try:
+                yield
+            except ResponseError as exc:  # e.g. the model is not pulled, or the server failed
+                raise DependencyUnavailable(
+                    f"{target} refused the call (HTTP {exc.status_code}): {exc}"
+                ) from exc
 
     async def complete(
         self,
@@ -173,32 +292,44 @@ class OllamaChatModel:
         json_schema: dict[str, Any] | None = None,
         max_tokens: int = 512,
     ) -> ChatReply:
-        from ollama import ResponseError
-
         client = self._client(json_schema, max_tokens)
-        try:
+        with self._errors():
             reply = await retry_on_connection_errors(
-                lambda: client.ainvoke([(m.role, m.content) for m in messages]),
-                self._retry,
-                target=self._base_url,
+                lambda: client.ainvoke(_as_tuples(messages)), self._retry, target=self._base_url
             )
-        except httpx.ConnectTimeout as exc:
-            raise DependencyUnavailable(f"Ollama at {self._base_url} unreachable: {exc}") from exc
-        except httpx.TimeoutException as exc:
-            raise DependencyTimeout(f"Ollama at {self._base_url} timed out") from exc
-        except (httpx.HTTPError, ConnectionError) as exc:
-            raise DependencyUnavailable(f"Ollama at {self._base_url} unreachable: {exc}") from exc
-        except ResponseError as exc:  # e.g. the model is not pulled, or the server failed
-            raise DependencyUnavailable(
-                f"Ollama at {self._base_url} refused the call (HTTP {exc.status_code}): {exc}"
-            ) from exc
         usage = reply.usage_metadata or {}
         text = reply.content if isinstance(reply.content, str) else json.dumps(reply.content)
         return ChatReply(
-            text=text,
-            prompt_tokens=int(usage.get("input_tokens", 0)),
-            completion_tokens=int(usage.get("output_tokens", 0)),
+            text, int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
+        )
+
+    async def stream(
+        self,
+        messages: list[ChatMessage],
+        *,
+        json_schema: dict[str, Any] | None = None,
+        max_tokens: int = 512,
+    ) -> AsyncGenerator[str | ChatReply, None]:
+        client = self._client(json_schema, max_tokens)
+        pieces: list[str] = []
+        usage: Mapping[str, Any] = {}
+        with self._errors():
+            chunks = retry_stream_on_connection_errors(
+                lambda: client.astream(_as_tuples(messages)), self._retry, target=self._base_url
+            )
+            async with aclosing(chunks):
+                async for chunk in chunks:
+                    usage = chunk.usage_metadata or usage  # on the last chunk only
+                    if isinstance(chunk.content, str) and chunk.content:
+                        pieces.append(chunk.content)
+                        yield chunk.content
+        yield ChatReply(
+            "".join(pieces), int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
         )
 
     async def aclose(self) -> None:
         return None
+
+
+def _as_tuples(messages: list[ChatMessage]) -> list[tuple[str, str]]:
+    return [(m.role, m.content) for m in messages]

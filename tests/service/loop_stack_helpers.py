@@ -1,0 +1,123 @@
+"""The orchestrator's REST app over real gRPC stage servers on 127.0.0.1 whose stage logic the
+test chooses: the real servicers around fakes (tests/unit/fakes.py) where a model would answer,
+so that what the orchestrator does — events, deadlines, cancellation, request ids — is tested
+over real HTTP and real gRPC, deterministically."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from typing import Any
+
+from ragloop.core import context
+from ragloop.core.grpc.server import ServiceSpec
+from ragloop.generator.servicer import GeneratorServicer
+from ragloop.grader.servicer import GraderServicer
+from ragloop.local.processes import free_port
+from ragloop.orchestrator.api import create_app
+from ragloop.orchestrator.settings import OrchestratorSettings
+from ragloop.retriever.servicer import RetrieverServicer
+from ragloop.rewriter.servicer import RewriterServicer
+from ragloop.v1 import (
+    generator_pb2,
+    generator_pb2_grpc,
+    grader_pb2,
+    grader_pb2_grpc,
+    retriever_pb2,
+    retriever_pb2_grpc,
+    rewriter_pb2,
+    rewriter_pb2_grpc,
+)
+from tests.service.http_helpers import serving_http
+from tests.service.stack_helpers import stage_address
+
+STAGES = ("retriever", "grader", "rewriter", "generator")
+
+
+def retriever_spec(stage: Any) -> ServiceSpec:
+    return ServiceSpec.for_servicer(
+        "retriever",
+        RetrieverServicer(stage),
+        retriever_pb2_grpc.add_RetrieverServiceServicer_to_server,
+        retriever_pb2,
+    )
+
+
+def grader_spec(stage: Any) -> ServiceSpec:
+    return ServiceSpec.for_servicer(
+        "grader",
+        GraderServicer(stage),
+        grader_pb2_grpc.add_GraderServiceServicer_to_server,
+        grader_pb2,
+    )
+
+
+def rewriter_spec(stage: Any) -> ServiceSpec:
+    return ServiceSpec.for_servicer(
+        "rewriter",
+        RewriterServicer(stage),
+        rewriter_pb2_grpc.add_RewriterServiceServicer_to_server,
+        rewriter_pb2,
+    )
+
+
+def generator_spec(stage: Any) -> ServiceSpec:
+    return ServiceSpec.for_servicer(
+        "generator",
+        GeneratorServicer(stage),
+        generator_pb2_grpc.add_GeneratorServiceServicer_to_server,
+        generator_pb2,
+    )
+
+
+def closed_address() -> str:
+    """An address nothing listens on: a stage that is down."""
+    return f"127.0.0.1:{free_port()}"
+
+
+@contextmanager
+def silent_address() -> Iterator[str]:
+    """An address that accepts TCP connections (the kernel completes the handshake) but never
+    says a word: a stage host that hangs."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        yield f"127.0.0.1:{listener.getsockname()[1]}"
+
+
+@asynccontextmanager
+async def rest_over_stages(
+    stages: dict[str, ServiceSpec | str], *, serve_grpc: bool = False, **settings: Any
+) -> AsyncIterator[str]:
+    """The REST API's base URL. ``stages`` maps each stage name to what serves it: a spec to
+    serve on a free loopback port, or an address (e.g. ``closed_address()``). With
+    ``serve_grpc`` the app also serves RagService (on ``orchestrator_grpc_port``)."""
+    async with AsyncExitStack() as running:
+        addresses = {}
+        for name in STAGES:
+            served = stages[name]
+            if isinstance(served, ServiceSpec):
+                served = await running.enter_async_context(stage_address(served))
+            addresses[f"{name}_address"] = served
+        app = create_app(OrchestratorSettings(**addresses, **settings), serve_grpc=serve_grpc)
+        with serving_http(app) as url:
+            yield url
+
+
+class RequestIdsSeen:
+    """Wraps a stage's logic: records the request id each of its calls ran under (which the
+    stage server takes from the call's gRPC metadata)."""
+
+    def __init__(self, stage: Any) -> None:
+        self.stage = stage
+        self.request_ids: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.stage, name)
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            self.request_ids.append(context.request_id.get())
+            return await method(*args, **kwargs)
+
+        return call

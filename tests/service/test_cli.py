@@ -1,0 +1,215 @@
+"""The `ragloop` command line against the real orchestrator REST app through real HTTP, its
+retriever (Milvus Lite, ONNX embeddings) and — for `ask` — the model stages on real gRPC servers
+over the real chat model. The command runs in process, in a worker thread, so that the test's
+event loop keeps serving gRPC."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from fastapi import FastAPI, Request
+
+from ragloop.cli.main import main
+from ragloop.local.processes import free_port
+from tests.service.http_helpers import serving_http
+from tests.service.stack_helpers import rest_over_grpc
+
+
+@dataclass(frozen=True)
+class Run:
+    code: int
+    out: str
+    err: str
+
+
+async def ragloop(capsys: pytest.CaptureFixture[str], *argv: str) -> Run:
+    code = await asyncio.to_thread(main, list(argv))
+    captured = capsys.readouterr()
+    return Run(code, captured.out, captured.err)
+
+
+@pytest.fixture
+async def url(tmp_path: Path) -> AsyncIterator[str]:
+    async with rest_over_grpc(str(tmp_path / "milvus.db")) as base_url:
+        yield base_url
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    """A folder of notes: three readable files, one unreadable text file, one other type."""
+    folder = tmp_path / "corpus" / "notes"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "cats.md").write_text("# Cats\n\nCats sleep up to sixteen hours a day.")
+    (folder / "dogs.txt").write_text("Dogs enjoy long walks in the park.")
+    (folder / "sub" / "bread.html").write_text(
+        "<html><body><p>Sourdough rises with wild yeast.</p><script>x()</script></body></html>"
+    )
+    (folder / "latin1.txt").write_bytes("Caf\xe9 cr\xe8me".encode("latin-1"))
+    (folder / "photo.png").write_bytes(b"\x89PNG")
+    return folder
+
+
+def outside(folder: Path) -> Path:
+    """A current folder that does not hold ``folder``, whichever folder pytest runs from."""
+    elsewhere = folder.parent.parent / "elsewhere"
+    elsewhere.mkdir(exist_ok=True)
+    return elsewhere
+
+
+async def test_ingest_a_folder_then_manage_what_it_holds(
+    url: str, notes: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(outside(notes))
+    ingested = await ragloop(
+        capsys, "--url", url, "ingest", str(notes), "--collection", "kb", "--api-key", "secret"
+    )
+    assert ingested.code == 1  # one file failed
+    assert f"skipped: {notes / 'photo.png'} (not a file type ragloop reads)" in ingested.out
+    assert ingested.out.strip().endswith(
+        "ingested 3 files (3 chunks) into collection 'kb'; skipped 1, failed 1"
+    )
+    assert f"failed: {notes / 'latin1.txt'}: HTTP 422 Unprocessable Entity: " in ingested.err
+    assert "notes/latin1.txt: not UTF-8 text" in ingested.err
+    assert "Traceback" not in ingested.err
+
+    listed = await ragloop(capsys, "collections", "--url", url)
+    assert listed.code == 0
+    assert listed.out.splitlines()[1].split()[:2] == ["kb", "3"]
+
+    # Outside the current folder, the source is the path below the argument's parent folder.
+    deleted = await ragloop(
+        capsys, "delete", "notes/sub/bread.html", "--collection", "kb", "--url", url
+    )
+    assert (deleted.code, deleted.out) == (
+        0,
+        "deleted 1 chunk of 'notes/sub/bread.html' from collection 'kb'\n",
+    )
+    described = await ragloop(capsys, "collections", "describe", "kb", "--url", url)
+    assert "chunks:                2\n" in described.out
+
+    again = await ragloop(
+        capsys, "delete", "notes/sub/bread.html", "--collection", "kb", "--url", url
+    )
+    assert again.code == 1
+    assert again.err == (
+        "error: HTTP 404 Not Found: collection 'kb' holds no chunk of source "
+        "'notes/sub/bread.html'\n"
+    )
+
+    # Re-ingesting a source replaces its chunks. From inside the corpus folder, the file's path
+    # relative to the current folder is the same source as before.
+    monkeypatch.chdir(notes.parent)
+    reingested = await ragloop(
+        capsys, "ingest", "notes/cats.md", "--collection", "kb", "-q", "--url", url
+    )
+    assert reingested.code == 0 and "skipped 0, failed 0" in reingested.out
+    described = await ragloop(capsys, "collections", "describe", "kb", "--url", url)
+    assert "chunks:                2\n" in described.out
+
+
+async def test_collections_create_describe_and_drop(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    created = await ragloop(capsys, "--url", url, "collections", "create", "kb2")
+    assert created.out == (
+        "collection 'kb2' is ready (local:all-minilm-l6-v2, 384 dimensions, 0 chunks)\n"
+    )
+    unconfirmed = await ragloop(capsys, "--url", url, "collections", "drop", "kb2")
+    assert unconfirmed.code == 2 and "repeat with --yes" in unconfirmed.err
+    assert "kb2" in (await ragloop(capsys, "--url", url, "collections", "list")).out
+
+    dropped = await ragloop(capsys, "--url", url, "collections", "drop", "kb2", "--yes")
+    assert (dropped.code, dropped.out) == (0, "dropped collection 'kb2'\n")
+    assert (await ragloop(capsys, "--url", url, "collections")).out == "no collections\n"
+
+    missing = await ragloop(capsys, "--url", url, "collections", "describe", "kb2")
+    assert missing.code == 1
+    assert missing.err == "error: HTTP 404 Not Found: collection 'kb2' does not exist\n"
+    invalid = await ragloop(capsys, "--url", url, "collections", "create", "no spaces")
+    assert invalid.code == 1 and invalid.err.startswith("error: HTTP 422 Unprocessable Entity: ")
+    assert "name: String should match pattern" in invalid.err
+
+
+async def test_a_failing_stage_is_one_line_naming_it(
+    url: str, notes: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    await ragloop(capsys, "--url", url, "ingest", str(notes / "cats.md"))
+    # The grader's address is a closed port in this stack.
+    asked = await ragloop(capsys, "--url", url, "ask", "How long do cats sleep?")
+    assert asked.code == 1 and asked.out == ""
+    assert asked.err.startswith("error: HTTP 503 Service Unavailable: ")
+    assert "grader: failed to connect" in asked.err
+    assert asked.err.endswith("(decision path: retrieve → grade)\n")
+
+
+def test_a_closed_port_is_one_clear_line_and_exit_code_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    closed = f"http://127.0.0.1:{free_port()}"
+    assert main(["--url", closed, "collections"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: cannot reach the orchestrator at {closed}: ")
+    assert "is it running? Start it with `ragloop serve` or `make run`" in err
+    assert len(err.splitlines()) == 1
+
+
+def test_url_and_api_key_come_from_the_environment(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[str | None] = []
+    app = FastAPI()
+
+    @app.get("/v1/collections")
+    async def collections(request: Request) -> dict[str, list]:
+        seen.append(request.headers.get("authorization"))
+        return {"collections": []}
+
+    monkeypatch.delenv("RAGLOOP_API_KEY", raising=False)
+    with serving_http(app) as url:
+        monkeypatch.setenv("RAGLOOP_URL", url)
+        assert main(["collections"]) == 0
+        monkeypatch.setenv("RAGLOOP_API_KEY", "from-env")
+        assert main(["collections"]) == 0
+        assert main(["collections", "--api-key", "from-flag"]) == 0
+    assert seen == [None, "Bearer from-env", "Bearer from-flag"]
+    assert capsys.readouterr().out == "no collections\n" * 3
+
+
+async def test_ask_prints_the_answer_its_sources_and_the_decision_path(
+    tmp_path: Path,
+    notes: Path,
+    llama_url: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(outside(notes))
+    async with rest_over_grpc(str(tmp_path / "milvus.db"), llama_url=llama_url) as url:
+        ingested = await ragloop(capsys, "--url", url, "ingest", str(notes), "-q")
+        assert "ingested 3 files" in ingested.out
+        asked = await ragloop(
+            capsys,
+            "--url",
+            url,
+            "ask",
+            "How many hours a day do cats sleep?",
+            "--top-k",
+            "1",
+            "--max-rewrites",
+            "0",
+            "--trace",
+        )
+    assert asked.code == 0, asked.err
+    answer, _, rest = asked.out.partition("\nSources:\n")
+    assert "sixteen" in answer.lower() or "16" in answer
+    assert rest.startswith("  [1] notes/cats.md, chunk 0\n")
+    trace = rest.split("\n\n", 1)[1].splitlines()
+    assert trace[1] == "├── round 1: “How many hours a day do cats sleep?”"
+    assert trace[0].startswith("“How many hours a day do cats sleep?” · 1 round · ")
+    assert trace[2].startswith("│   ├── retrieve: 1 passage (hybrid; ")
+    assert trace[3].startswith("│   └── grade: 1 of 1 passed (pass rate 100%) · ")
+    assert trace[4].startswith("└── generate: from 1 passage: 1 citation, grounded · ")
+    assert "decision path: retrieve → grade → generate" in trace

@@ -1,0 +1,61 @@
+"""The benchmark's count of malformed model output, against the real stages and a scripted model."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from bench.pubmedqa import DECISION_INSTRUCTION, DecisionGenerator
+from bench.stages import CountingRewriter, Tally
+from ragloop.generator.prompts import NO_ANSWER
+from ragloop.generator.stage import ModelGenerator
+from ragloop.grader.stage import ModelGrader
+from ragloop.rewriter.stage import ModelRewriter
+from tests.unit.fakes import ScriptedChatModel, doc
+
+ANSWER = json.dumps({"answerable": True, "sentences": [{"source": 1, "text": "Yes, it does."}]})
+REWRITE = json.dumps({"rewritten_query": "mitochondria lace plant", "reason": "r", "keywords": []})
+
+
+@pytest.fixture
+def tally() -> Iterator[Tally]:
+    tally = Tally()
+    yield tally
+    tally.close()
+
+
+async def test_an_answer_no_reply_of_which_parsed_is_a_failure(tally: Tally) -> None:
+    generator = DecisionGenerator(ModelGenerator(ScriptedChatModel(["{oops", "nope"])), tally)
+    answer = await generator.generate("Q?", [doc("d1")])
+    assert answer.text == NO_ANSWER
+    assert (tally.failures, tally.replies.count) == (1, 2)
+
+
+async def test_a_repaired_answer_is_no_failure_and_the_generator_gets_the_instruction(
+    tally: Tally,
+) -> None:
+    model = ScriptedChatModel(["{oops", ANSWER])
+    answer = await DecisionGenerator(ModelGenerator(model), tally).generate("Q?", [doc("d1")])
+    assert answer.text.startswith("Yes")
+    assert (tally.failures, tally.replies.count) == (0, 1)
+    assert f"Q? {DECISION_INSTRUCTION}" in model.calls[0].text
+
+
+async def test_a_rewrite_that_kept_the_query_for_want_of_a_parse_is_a_failure(
+    tally: Tally,
+) -> None:
+    bad = CountingRewriter(ModelRewriter(ScriptedChatModel(["x", "y"])), tally)
+    assert (await bad.rewrite("Q?", "Q?", [], [])).query == "Q?"
+    good = CountingRewriter(ModelRewriter(ScriptedChatModel([REWRITE])), tally)
+    assert (await good.rewrite("Q?", "Q?", [], [])).query == "mitochondria lace plant"
+    assert tally.failures == 1
+
+
+async def test_grader_fallbacks_and_failures_come_from_its_counters(tally: Tally) -> None:
+    grader = ModelGrader(ScriptedChatModel(["bad", "worse"]))
+    result = await grader.grade("Q?", [doc("d1")])
+    assert not result.grades[0].relevant
+    tally.add_grader(grader)
+    assert (tally.failures, tally.batch_fallbacks, tally.replies.count) == (1, 0, 2)
