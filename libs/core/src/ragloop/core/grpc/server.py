@@ -78,6 +78,12 @@ async def start_server(spec: ServiceSpec, *, host: str, port: int) -> RunningSer
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            # The orchestrator pings every 30 s to notice dead stages, and a model call can be
+            # silent for minutes: with gRPC's default (pings no closer than 5 min apart) the
+            # server answered the second ping of a long call with GOAWAY "too_many_pings",
+            # failing the call. Accept pings every 10 s.
+            ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+            ("grpc.keepalive_permit_without_calls", 1),
         ],
     )
     spec.register(server)
