@@ -20,6 +20,7 @@ import asyncio
 import json
 import logging
 import math
+import signal
 import sys
 import tempfile
 import time
@@ -236,9 +237,14 @@ def main() -> None:
     unknown = set(args.parts) - set(PARTS)
     if unknown:
         parser.error(f"unknown parts {sorted(unknown)}; choose from {', '.join(PARTS)}")
+    # `kill` stops the run like Ctrl-C: the running llama-server is stopped on the way out.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]  # read while running
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    results = asyncio.run(run(args))
+    try:
+        results = asyncio.run(run(args))
+    except KeyboardInterrupt:
+        sys.exit("\ninterrupted: nothing written")
     output = Path(args.output)
     output.parent.mkdir(parents=True, exist_ok=True)
     # A figure that could not be computed (no citations at all, say) is null, not NaN.

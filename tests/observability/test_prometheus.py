@@ -237,7 +237,9 @@ def test_stage_servers_count_the_calls_the_queries_made(observed: Observed) -> N
     assert sum(ingest_calls) >= 1  # unary or client-streaming ingestion
     assert calls["RetrieverService/Retrieve"] >= len(QUESTIONS)
     assert calls["GraderService/GradeDocuments"] >= len(QUESTIONS)
-    assert calls["GeneratorService/GenerateAnswer"] >= len(QUESTIONS)
+    # A question whose passages all fail grading gets the honest "not in the sources" answer
+    # without a generator call; the first question is known to pass (see the integration test).
+    assert calls["GeneratorService/GenerateAnswer"] >= 1
     assert calls["grpc.health.v1.Health/Check"] >= len(STAGES)  # readiness checks
     timed = observed.prometheus.series(
         'sum(grpc_server_handling_seconds_count{grpc_service="ragloop.v1.GraderService"})'
