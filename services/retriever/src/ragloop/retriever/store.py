@@ -36,6 +36,10 @@ from ragloop.retriever.search import (
 
 log = logging.getLogger(__name__)
 
+# pymilvus pings every 10 s even when idle; servers that keep gRPC's default (no pings closer
+# than 5 min, e.g. `milvus-lite server`) answer with GOAWAY "too_many_pings" and the next call
+# fails. Ping as often as that default allows.
+GRPC_OPTIONS = {"grpc.keepalive_time_ms": 300_000}
 MODEL_PROPERTY = "ragloop.embedding_model"
 DIMENSION_PROPERTY = "ragloop.dimension"
 MAX_SOURCE_CHARS = schema.MAX_SOURCE_CHARS
@@ -97,7 +101,9 @@ class MilvusStore:
             if not is_server:
                 Path(self._uri).parent.mkdir(parents=True, exist_ok=True)
             try:
-                self._client = ReadYourDeletesClient(uri=self._uri, token=self._token)
+                self._client = ReadYourDeletesClient(
+                    uri=self._uri, token=self._token, grpc_options=GRPC_OPTIONS
+                )
             except MilvusException as exc:
                 raise DependencyUnavailable(f"cannot open Milvus at {self._uri}: {exc}") from exc
         return self._client
