@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import random
@@ -39,3 +40,14 @@ def seeded_prefix(
     ordered = sorted(items, key=key)  # type: ignore[arg-type]
     random.Random(seed).shuffle(ordered)
     return ordered[:count]
+
+
+def read_results(path: Path) -> dict[str, Any]:
+    """The figures a results file holds (none yet: empty); a run of some parts of a benchmark
+    replaces only the figures it measured."""
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def write_results(path: Path, results: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")

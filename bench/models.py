@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import math
 import signal
@@ -32,7 +31,15 @@ from pathlib import Path
 from typing import Any
 
 from bench import report
-from bench.common import RESULTS_DIR, SHARED_DATA, cache_dir, machine, seeded_prefix
+from bench.common import (
+    RESULTS_DIR,
+    SHARED_DATA,
+    cache_dir,
+    machine,
+    read_results,
+    seeded_prefix,
+    write_results,
+)
 from bench.grader_pairs import Pair, group_by_query, select_pairs
 from bench.grading import Workload, grader_accuracy, grading_cost
 from bench.model_server import llama_server
@@ -80,6 +87,16 @@ class Bench:
         self.seconds[part] = time.perf_counter() - clock
 
     @contextmanager
+    def part(self, name: str) -> Iterator[None]:
+        """Malformed output is counted per part, so that runs of single parts add up (see
+        ``tally_totals``)."""
+        before = self.tally.counts()
+        yield
+        after = self.tally.counts()
+        for counter, total in after.items():
+            self.results[f"{counter}_{name}"] = total - before[counter]
+
+    @contextmanager
     def serving(self, model: SplitModel) -> Iterator[ModelEndpoint]:
         """The model's llama-server for the duration (its start-up time is recorded)."""
         clock = time.perf_counter()
@@ -123,23 +140,24 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             if parts & {"accuracy", "cost", "pubmedqa"}:
                 with bench.serving(QWEN_CODER_1_5B) as endpoint:
                     if "accuracy" in parts and scifact and groups:
-                        await default_model_accuracy(bench, endpoint, scifact, groups)
+                        with bench.part("accuracy"):
+                            await default_model_accuracy(bench, endpoint, scifact, groups)
                     if "cost" in parts and workload:
-                        await grading_costs(bench, endpoint, workload)
+                        with bench.part("cost"):
+                            await grading_costs(bench, endpoint, workload)
                     if retriever is not None and questions:
                         budget_s = args.pubmedqa_minutes * 60
-                        await pubmedqa(bench, endpoint, retriever, questions, budget_s)
+                        with bench.part("pubmedqa"):
+                            await pubmedqa(bench, endpoint, retriever, questions, budget_s)
             if "small" in parts and scifact and groups:
-                with bench.serving(QWEN_CODER_0_5B) as endpoint:
+                with bench.serving(QWEN_CODER_0_5B) as endpoint, bench.part("small"):
                     await small_model_accuracy(bench, endpoint, scifact, groups)
         finally:
             if retriever is not None:
                 retriever.close()
 
     bench.tally.close()
-    bench.results["malformed_output_failures"] = bench.tally.failures
-    bench.results["grader_batch_fallbacks"] = bench.tally.batch_fallbacks
-    bench.results["unparseable_replies"] = bench.tally.replies.count
+    tally_totals(bench.results)
     bench.results.update({f"seconds_{part}": round(s, 1) for part, s in bench.seconds.items()})
     report.summary(bench.results, bench.seconds)
     return bench.results
@@ -245,12 +263,22 @@ def main() -> None:
         results = asyncio.run(run(args))
     except KeyboardInterrupt:
         sys.exit("\ninterrupted: nothing written")
-    output = Path(args.output)
-    output.parent.mkdir(parents=True, exist_ok=True)
     # A figure that could not be computed (no citations at all, say) is null, not NaN.
     results = {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in results.items()}
-    output.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
-    print(f"\nwrote {output}")
+    output = Path(args.output)
+    merged = tally_totals(read_results(output) | results)
+    write_results(output, merged)
+    print(
+        f"\nwrote {output}: malformed-output failures over every part measured so far: "
+        f"{merged['malformed_output_failures']}"
+    )
+
+
+def tally_totals(results: dict[str, Any]) -> dict[str, Any]:
+    """The whole-benchmark counts: the sums of the per-part counts in ``results``."""
+    for counter in Tally.COUNTERS:
+        results[counter] = sum(results.get(f"{counter}_{part}", 0) for part in PARTS)
+    return results
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import tempfile
 import time
 from datetime import date
@@ -17,7 +16,7 @@ from pathlib import Path
 
 from pymilvus import MilvusClient
 
-from bench.common import machine
+from bench.common import machine, read_results, write_results
 from bench.scifact import SciFact, evaluate, load_scifact
 from bench.server_latency import measure_milvus_235
 from bench.synthetic import measure
@@ -164,10 +163,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     results = asyncio.run(run(args))
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    if RESULTS.exists():  # a partial run (e.g. --skip-scifact) updates only what it measured
-        results = json.loads(RESULTS.read_text()) | results
-    RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    write_results(RESULTS, read_results(RESULTS) | results)
     print(f"\nwrote {RESULTS.relative_to(ROOT)}")
 
 

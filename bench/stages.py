@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ragloop.core.domain import GradedDocument, Rewrite, RewriteAttempt
 from ragloop.core.models import ChatModel
@@ -50,9 +50,20 @@ class Tally:
     did not parse (the next attempt may have).
     """
 
+    COUNTERS: ClassVar[tuple[str, ...]] = (
+        "malformed_output_failures",
+        "grader_batch_fallbacks",
+        "unparseable_replies",
+    )
+
     replies: UnparseableReplies = field(default_factory=UnparseableReplies)
     failures: int = 0
     batch_fallbacks: int = 0
+
+    def counts(self) -> dict[str, int]:
+        """The counters by their names in the results (``COUNTERS``)."""
+        values = (self.failures, self.batch_fallbacks, self.replies.count)
+        return dict(zip(self.COUNTERS, values, strict=True))
 
     def __post_init__(self) -> None:
         logging.getLogger(structured_module.__name__).addHandler(self.replies)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from bench.common import read_results, write_results
+from bench.models import tally_totals
 from bench.pubmedqa import DECISION_INSTRUCTION, DecisionGenerator
 from bench.stages import CountingRewriter, Tally
 from ragloop.generator.prompts import NO_ANSWER
@@ -59,3 +62,15 @@ async def test_grader_fallbacks_and_failures_come_from_its_counters(tally: Tally
     assert not result.grades[0].relevant
     tally.add_grader(grader)
     assert (tally.failures, tally.batch_fallbacks, tally.replies.count) == (1, 0, 2)
+
+
+def test_runs_of_single_parts_add_up_to_the_whole_benchmark_counts(tmp_path: Path) -> None:
+    output = tmp_path / "models.json"
+    write_results(output, tally_totals({"malformed_output_failures_accuracy": 1, "date": "d1"}))
+    again = {"malformed_output_failures_pubmedqa": 2, "unparseable_replies_pubmedqa": 5}
+    merged = tally_totals(read_results(output) | again | {"date": "d2"})
+
+    assert merged["malformed_output_failures"] == 3
+    assert merged["unparseable_replies"] == 5
+    assert merged["grader_batch_fallbacks"] == 0
+    assert merged["date"] == "d2"
