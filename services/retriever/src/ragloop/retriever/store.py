@@ -36,10 +36,11 @@ from ragloop.retriever.search import (
 
 log = logging.getLogger(__name__)
 
-# pymilvus pings every 10 s even when idle; servers that keep gRPC's default (no pings closer
-# than 5 min, e.g. `milvus-lite server`) answer with GOAWAY "too_many_pings" and the next call
-# fails. Ping as often as that default allows.
-GRPC_OPTIONS = {"grpc.keepalive_time_ms": 300_000}
+# pymilvus pings every 10 s even when idle; servers that keep gRPC's defaults (no pings closer
+# than 5 min, none at all without a call in flight, e.g. `milvus-lite server`) answer with GOAWAY
+# "too_many_pings" and the next call can fail. Ping as often as those defaults allow: every
+# 5 min, and only while a call is in flight (an idle retriever sent GOAWAY-earning pings).
+GRPC_OPTIONS = {"grpc.keepalive_time_ms": 300_000, "grpc.keepalive_permit_without_calls": False}
 MODEL_PROPERTY = "ragloop.embedding_model"
 DIMENSION_PROPERTY = "ragloop.dimension"
 MAX_SOURCE_CHARS = schema.MAX_SOURCE_CHARS
@@ -194,6 +195,10 @@ class MilvusStore:
         layout = CollectionLayout(has_sparse=info.full_text, has_tenant=info.tenants)
         self._layouts[collection] = layout
         return layout
+
+    def forget_layouts(self) -> None:
+        """Check (and load) every collection again on its next use."""
+        self._layouts.clear()
 
     def create(self, collection: str) -> CollectionInfo:
         """Create an empty collection for our model (nothing happens if it exists and fits)."""
