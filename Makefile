@@ -18,7 +18,8 @@ export UV_PYTHON_DOWNLOADS := never
 PYTEST_ARGS ?=
 
 .PHONY: help install models run run-no-ingest test test-unit test-service test-integration test-observability test-browser \
-        bench bench-retrieval bench-models protos check settings-docs lint format clean
+        bench bench-retrieval bench-models protos check settings-docs lint format clean \
+        up down test-deploy bench-reliability
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -60,10 +61,28 @@ test-observability: models  ## metrics, dashboards and alert rules against a rea
 test-browser: models  ## the web page in a real headless Chromium
 	$(PY) -m pytest tests/browser $(PYTEST_ARGS)
 
+test-deploy: $(STAMP)  ## compose file, Dockerfile and Kubernetes manifests, offline (installs Debian's docker-compose when missing)
+	$(PY) -m pytest tests/deploy $(PYTEST_ARGS)
+
+up:  ## the production topology on this host with Docker (deploy/docker-compose.yml); creates deploy/.env with new secrets the first time
+	@command -v docker >/dev/null || { echo "make up needs Docker with the compose plugin (docs/deployment.md)"; exit 1; }
+	deploy/init-env.sh
+	cd deploy && docker compose up -d --build --wait
+	@echo "ragloop: http://localhost:$$(sed -n 's/^PUBLISH_HTTP_PORT=//p' deploy/.env)/ (API key: RAGLOOP_API_KEYS in deploy/.env)"
+	@echo "Grafana: http://localhost:$$(sed -n 's/^PUBLISH_GRAFANA_PORT=//p' deploy/.env)/ (admin, GRAFANA_ADMIN_PASSWORD in deploy/.env)"
+
+down:  ## stop the compose stack (the data stays in its volumes)
+	cd deploy && docker compose down
+
 bench: bench-retrieval bench-models  ## every benchmark; results in bench/results/ and the README
 
 bench-retrieval: $(STAMP)  ## SciFact nDCG/recall per mode, ingest throughput, search latency (writes bench/results/)
 	$(PY) -m bench.retrieval $(BENCH_ARGS)
+
+bench-reliability: models  ## load (small model), memory over 10,000 retrievals, fault tests (writes bench/results/reliability.json)
+	$(UV) sync --frozen --all-packages --group bench
+	$(PY) -m ragloop.local.cli install-models --model qwen2.5-coder-0.5b-instruct
+	$(PY) -m bench.reliability $(BENCH_ARGS)
 
 bench-models: models  ## grader F1 (SciFact, 1.5B and 0.5B), grading cost, PubMedQA answers (writes bench/results/)
 	$(UV) sync --frozen --all-packages --group bench

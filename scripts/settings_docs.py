@@ -20,6 +20,9 @@ from ragloop.rewriter.settings import RewriterSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- settings:begin -->", "<!-- settings:end -->"
+ENV_EXAMPLE = ROOT / "deploy" / ".env.example"
+# deploy/.env.example ends with a hand-written section for docker compose, kept as it is.
+COMPOSE_SECTION = "# === docker compose"
 
 # (who reads them, the class, the base class whose fields were listed already)
 GROUPS: list[tuple[str, type[BaseSettings], type[BaseSettings] | None]] = [
@@ -67,8 +70,14 @@ def readme_table() -> str:
     return "\n".join(lines)
 
 
+def compose_section(current: str) -> str:
+    start = current.find(COMPOSE_SECTION)
+    return "" if start < 0 else "\n" + current[start:]
+
+
 def main() -> None:
-    (ROOT / "deploy" / ".env.example").write_text(env_example())
+    current = ENV_EXAMPLE.read_text() if ENV_EXAMPLE.exists() else ""
+    ENV_EXAMPLE.write_text(env_example() + compose_section(current))
     readme = ROOT / "README.md"
     text = readme.read_text()
     pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)

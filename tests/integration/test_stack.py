@@ -12,7 +12,6 @@ import pytest
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from ragloop.local.launcher import Stack, StackConfig
-from ragloop.local.processes import free_port
 from tests.conftest import MODELS_DIR, REPO_ROOT
 
 pytestmark = pytest.mark.integration
@@ -22,17 +21,9 @@ STAGES = ("retriever", "grader", "rewriter", "generator")
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     base = tmp_path_factory.mktemp("stack")
-    config = StackConfig(
-        http_port=free_port(),
-        orchestrator_grpc_port=free_port(),
-        model_port=free_port(),
-        retriever_port=free_port(),
-        grader_port=free_port(),
-        rewriter_port=free_port(),
-        generator_port=free_port(),
-        data_dir=base / "data",
+    config = StackConfig.on_free_ports(
+        base,
         models_dir=MODELS_DIR,
-        log_dir=base / "logs",
     )
     stack = Stack(config)
     stack.start()

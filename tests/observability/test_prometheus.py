@@ -108,17 +108,9 @@ def observed(
 ) -> Iterator[Observed]:
     base = tmp_path_factory.mktemp("observed")
     metrics_ports = {stage: free_port() for stage in STAGES}
-    config = StackConfig(
-        http_port=free_port(),
-        orchestrator_grpc_port=free_port(),
-        model_port=free_port(),
-        retriever_port=free_port(),
-        grader_port=free_port(),
-        rewriter_port=free_port(),
-        generator_port=free_port(),
-        data_dir=base / "data",
+    config = StackConfig.on_free_ports(
+        base,
         models_dir=MODELS_DIR,
-        log_dir=base / "logs",
         metrics_ports=metrics_ports,
         extra_env={"RAGLOOP_MILVUS_URI": milvus.uri},
     )

@@ -13,6 +13,7 @@ from pydantic import SecretStr
 
 from ragloop.orchestrator.api import create_app
 from ragloop.orchestrator.auth import (
+    ApiKey,
     ApiKeyError,
     ApiKeys,
     KeyFile,
@@ -41,16 +42,49 @@ def write_atomically(path: Path, text: str) -> None:
 
 
 def test_inline_keys_are_comma_separated_and_trimmed() -> None:
-    assert parse_inline_keys(f" {ALPHA} ,, {BRAVO},") == [ALPHA, BRAVO]
+    assert parse_inline_keys(f" {ALPHA} ,, {BRAVO},") == [ApiKey(ALPHA), ApiKey(BRAVO)]
+    assert parse_inline_keys(f"{ALPHA} tenant=acme, {BRAVO}") == [
+        ApiKey(ALPHA, "acme"),
+        ApiKey(BRAVO),
+    ]
     assert parse_inline_keys("  ") == []
 
 
 def test_key_file_skips_comments_and_blank_lines() -> None:
     text = f"# production keys\n\n{ALPHA}\n   {BRAVO}   # the CLI\n#{CHARLIE}\n"
-    assert parse_key_file(text, "keys.txt") == [ALPHA, BRAVO]
+    assert parse_key_file(text, "keys.txt") == [ApiKey(ALPHA), ApiKey(BRAVO)]
 
 
-@pytest.mark.parametrize("bad_key", ["two words", "quote'd", "comma,less", "ünïcode", "a=b"])
+def test_a_key_file_line_may_bind_its_key_to_a_tenant() -> None:
+    text = f"{ALPHA} tenant=acme   # acme's app\n{BRAVO}\t tenant=globex.eu:a@b-c\n{CHARLIE}\n"
+    assert parse_key_file(text, "keys.txt") == [
+        ApiKey(ALPHA, "acme"),
+        ApiKey(BRAVO, "globex.eu:a@b-c"),
+        ApiKey(CHARLIE),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ("s3cret words", "only 'tenant=NAME' may follow"),
+        ("k3y-s3cret tenant=acme extra", "only 'tenant=NAME' may follow"),
+        ("k3y-s3cret tenant:acme", "only 'tenant=NAME' may follow"),
+        ("k3y-s3cret tenant=", "tenant '' is invalid"),
+        ("k3y-s3cret tenant=a/b", "tenant 'a/b' is invalid"),
+        ("k3y-s3cret tenant=-acme", "tenant '-acme' is invalid"),
+    ],
+)
+def test_a_malformed_tenant_binding_is_refused_by_line_without_echoing_the_key(
+    entry: str, problem: str
+) -> None:
+    with pytest.raises(ApiKeyError, match=r"keys\.txt line 2: ") as caught:
+        parse_key_file(f"{ALPHA}\n{entry}\n", "keys.txt")
+    assert problem in str(caught.value)
+    assert entry.split()[0] not in str(caught.value).removeprefix("keys.txt line 2: ")
+
+
+@pytest.mark.parametrize("bad_key", ["quote'd", "comma,less", "ünïcode", "a=b", "tenant=acme"])
 def test_a_malformed_key_is_refused_by_line_without_echoing_it(bad_key: str) -> None:
     with pytest.raises(ApiKeyError, match=r"keys\.txt line 2 is not a valid API key") as caught:
         parse_key_file(f"{ALPHA}\n{bad_key}\n", "keys.txt")
@@ -88,6 +122,14 @@ def test_a_presented_key_is_identified_by_its_fingerprint_only() -> None:
     assert digest_of(ALPHA).fingerprint == fingerprint(ALPHA)
     for wrong in ("", ALPHA[:-1], ALPHA + "x", ALPHA.upper(), f"{ALPHA},{BRAVO}"):
         assert keys.identify(wrong) is None
+
+
+def test_a_presented_key_is_matched_with_its_tenant() -> None:
+    keys = ApiKeys([ApiKey(ALPHA, "acme"), BRAVO])
+    assert keys.match(ALPHA) == digest_of(ApiKey(ALPHA, "acme"))
+    assert keys.match(ALPHA).tenant == "acme"
+    assert keys.match(BRAVO).tenant is None
+    assert keys.match(CHARLIE) is None
 
 
 def test_a_key_file_is_read_again_when_it_changes(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pymilvus import RRFRanker, WeightedRanker
 
 from ragloop.core.errors import InvalidInput
 from ragloop.core.grpc import convert
-from ragloop.core.validation import tenant_id
+from ragloop.core.validation import json_data, tenant_id, unicode_text
 from ragloop.retriever.schema import ServerFeatures, supports_bm25
 from ragloop.retriever.search import Fusion, checked_mode, cosines
 from ragloop.retriever.store import chunk_id
@@ -83,3 +83,32 @@ def test_tenant_ids_are_validated(bad: str) -> None:
     with pytest.raises(InvalidInput, match="tenant"):
         tenant_id(bad)
     assert tenant_id("") == "" and tenant_id("acme-eu:1@x.y") == "acme-eu:1@x.y"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("half \ud800 a pair", "text is not valid Unicode text: character 5 is a lone surrogate"),
+        ({"k\udfff": 1}, "text key is not valid Unicode text"),
+        ({"a": [1, {"b": "\ud800"}]}, "text.a.b is not valid Unicode text"),
+        ({"a": float("nan")}, "text.a: numbers must be finite, not nan"),
+        ([float("-inf")], "text: numbers must be finite, not -inf"),
+    ],
+)
+def test_json_data_refuses_what_json_and_utf_8_cannot_carry(value: object, message: str) -> None:
+    with pytest.raises(InvalidInput, match=message):
+        json_data(value, "text")
+
+
+def test_json_data_keeps_what_they_can() -> None:
+    value = {"lang": "en", "year": 2024, "tags": ["a", "😀"], "x": {"y": None, "z": 1.5}}
+    assert json_data(value, "metadata") is value
+    assert unicode_text("Crème brûlée", "query") == "Crème brûlée"
+
+
+def test_a_struct_with_a_non_finite_number_is_invalid_input_not_an_error() -> None:
+    assert convert.dict_from_struct(convert.struct_from_dict({"a": 1.5})) == {"a": 1.5}
+    for number in (float("nan"), float("inf")):
+        struct = convert.struct_from_dict({"a": {"b": number}})
+        with pytest.raises(InvalidInput, match="filters holds a number that is not finite"):
+            convert.dict_from_struct(struct, "filters")

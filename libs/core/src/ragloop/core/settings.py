@@ -41,6 +41,14 @@ class ModelProviderSettings(CommonSettings):
     ollama_keep_alive_s: int = Field(
         600, ge=-1, description="Seconds Ollama keeps a model loaded after a call (-1: forever)."
     )
+    grpc_tls_cert_file: str = Field(
+        "",
+        description="PEM certificate (chain) the stage's gRPC server presents: with "
+        "`RAGLOOP_GRPC_TLS_KEY_FILE` the stage serves TLS only (empty: plaintext).",
+    )
+    grpc_tls_key_file: str = Field(
+        "", description="PEM private key of `RAGLOOP_GRPC_TLS_CERT_FILE` (empty: plaintext)."
+    )
 
 
 class ChatModelSettings(ModelProviderSettings):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sized
+from typing import Any
 
 from ragloop.core.errors import InvalidInput
 
@@ -45,3 +47,34 @@ def tenant_id(tenant: str) -> str:
             "(at most 128 characters, not starting with punctuation)"
         )
     return tenant
+
+
+def unicode_text(value: str, name: str) -> str:
+    """``value`` unchanged if it can be sent on (as UTF-8: in protobuf, to Milvus); refused
+    when it holds a lone surrogate, which JSON's ``\\ud800`` escapes can produce."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(
+            f"{name} is not valid Unicode text: character {exc.start} is a lone surrogate "
+            f"({value[exc.start]!r}), half of a pair that is missing its other half"
+        ) from None
+    return value
+
+
+def json_data(value: Any, name: str) -> Any:
+    """``value`` (decoded JSON, or a protobuf Struct as a dict) unchanged if every part of it
+    can be stored and sent back as JSON: keys and strings valid Unicode text (see
+    ``unicode_text``), numbers finite (NaN and infinities are not JSON)."""
+    if isinstance(value, str):
+        unicode_text(value, name)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise InvalidInput(f"{name}: numbers must be finite, not {value}")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            unicode_text(str(key), f"{name} key")
+            json_data(item, f"{name}.{key}" if len(key) <= 64 and key.isprintable() else name)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            json_data(item, name)
+    return value

@@ -43,6 +43,7 @@ def say(message: str, *, error: bool = False) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = config_from_env()
+    config.chat_model = MODELS[args.model]
     stack = Stack(config)
     stopping = False
 
@@ -109,6 +110,12 @@ def main(argv: list[str] | None = None) -> int:
     run_parser = commands.add_parser("run", help="run every service on 127.0.0.1 until Ctrl-C")
     run_parser.add_argument("--no-ingest", action="store_true", help="skip the sample corpus")
     run_parser.add_argument("--corpus", default="docs", help="folder ingested when empty")
+    run_parser.add_argument(
+        "--model",
+        choices=sorted(MODELS),
+        default=DEFAULT_MODEL.name,
+        help="the chat model llama-server serves (default: %(default)s)",
+    )
     run_parser.set_defaults(handler=run)
     models_parser = commands.add_parser("install-models", help="join and verify the chat model")
     models_parser.add_argument(

@@ -7,21 +7,35 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-import grpc
 import httpx
 
+from ragloop.core.grpc.tls import ClientTls, client_tls, sync_channel
 from ragloop.local.model_server import model_server_command
-from ragloop.local.models import QWEN_CODER_1_5B, ensure_model
-from ragloop.local.processes import ChildProcess, StartupError, port_is_free
+from ragloop.local.models import DEFAULT_MODEL, SplitModel, ensure_model
+from ragloop.local.processes import ChildProcess, StartupError, free_port, port_is_free
 from ragloop.local.readiness import grpc_serving, http_ok
 from ragloop.v1 import retriever_pb2, retriever_pb2_grpc
 
 log = logging.getLogger(__name__)
 
 CORPUS_SUFFIXES = {".md", ".txt"}
+STAGES = ("retriever", "grader", "rewriter", "generator")
+
+
+PORT_FIELDS = (
+    "http_port",
+    "orchestrator_grpc_port",
+    "model_port",
+    "retriever_port",
+    "grader_port",
+    "rewriter_port",
+    "generator_port",
+)
 
 
 @dataclass
@@ -43,6 +57,18 @@ class StackConfig:
     extra_env: dict[str, str] = field(default_factory=dict)
     # RAGLOOP_METRICS_PORT of each stage by name; a stage not named keeps its default (9101-9104).
     metrics_ports: dict[str, int] = field(default_factory=dict)
+    # The GGUF chat model llama-server serves (and the stages name).
+    chat_model: SplitModel = DEFAULT_MODEL
+    # A chat model server that is already running (OpenAI-compatible, as llama-server): then no
+    # llama-server is started and the stages use this one.
+    model_url: str | None = None
+
+    @classmethod
+    def on_free_ports(cls, work_dir: Path, **settings: Any) -> StackConfig:
+        """Every port a free loopback one, data and logs under ``work_dir`` (for tests and
+        benchmarks that run beside other stacks); ``settings`` are the other fields."""
+        ports = {name: free_port() for name in PORT_FIELDS}
+        return cls(**ports, data_dir=work_dir / "data", log_dir=work_dir / "logs", **settings)
 
     @property
     def base_url(self) -> str:
@@ -56,6 +82,13 @@ class Stack:
     def __init__(self, config: StackConfig) -> None:
         self.config = config
         self.children: list[ChildProcess] = []
+        self._ready: dict[str, Callable[[], bool]] = {}  # each child's readiness probe
+        self._tls: ClientTls | None = None  # how the launcher reaches TLS stages
+
+    @property
+    def model_url(self) -> str:
+        c = self.config
+        return c.model_url or f"http://{c.host}:{c.model_port}"
 
     # --- start -----------------------------------------------------------------------------
 
@@ -63,39 +96,49 @@ class Stack:
         """Start every process and wait until the orchestrator reports all stages ready."""
         c = self.config
         self._check_ports()
-        model_path = ensure_model(QWEN_CODER_1_5B, c.models_dir)
         env = self._service_env()
+        merged = {**os.environ, **env}
+        self._tls = client_tls(
+            merged.get("RAGLOOP_STAGE_TLS_CA_FILE", ""),
+            merged.get("RAGLOOP_STAGE_TLS_SERVER_NAME", ""),
+        )
         python = sys.executable
         try:
-            model = self._spawn(
-                "model-server",
-                model_server_command(
-                    model_path,
-                    host=c.host,
-                    port=c.model_port,
-                    threads=c.model_threads,
-                    context=c.model_context,
-                ),
+            if c.model_url is None:
+                self._spawn(
+                    "model-server",
+                    model_server_command(
+                        ensure_model(c.chat_model, c.models_dir),
+                        host=c.host,
+                        port=c.model_port,
+                        threads=c.model_threads,
+                        context=c.model_context,
+                    ),
+                    env,
+                    ready=lambda: http_ok(f"{self.model_url}/health"),
+                )
+            for name in STAGES:
+                address = self.stage_address(name)
+                self._spawn(
+                    name,
+                    [python, "-m", f"ragloop.{name}"],
+                    env,
+                    ready=lambda a=address: grpc_serving(a, tls=self._tls),
+                )
+            self._spawn(
+                "orchestrator",
+                [python, "-m", "ragloop.orchestrator"],
                 env,
+                ready=lambda: http_ok(f"{c.base_url}/readyz"),
             )
-            stages = {
-                name: self._spawn(name, [python, "-m", f"ragloop.{name}"], env)
-                for name in ("retriever", "grader", "rewriter", "generator")
-            }
-            orchestrator = self._spawn("orchestrator", [python, "-m", "ragloop.orchestrator"], env)
-            model.wait_until(
-                lambda: http_ok(f"http://{c.host}:{c.model_port}/health"),
-                timeout_s=c.startup_timeout_s,
-            )
-            for name, child in stages.items():
-                address = c.stage_address(getattr(c, f"{name}_port"))
-                child.wait_until(lambda a=address: grpc_serving(a), timeout_s=c.startup_timeout_s)
-            orchestrator.wait_until(
-                lambda: http_ok(f"{c.base_url}/readyz"), timeout_s=c.startup_timeout_s
-            )
+            for child in list(self.children):  # in start order: the orchestrator waits last
+                child.wait_until(self._ready[child.name], timeout_s=c.startup_timeout_s)
         except BaseException:
             self.stop()
             raise
+
+    def stage_address(self, name: str) -> str:
+        return self.config.stage_address(getattr(self.config, f"{name}_port"))
 
     def _check_ports(self) -> None:
         c = self.config
@@ -129,29 +172,51 @@ class Stack:
             "RAGLOOP_GRADER_ADDRESS": c.stage_address(c.grader_port),
             "RAGLOOP_REWRITER_ADDRESS": c.stage_address(c.rewriter_port),
             "RAGLOOP_GENERATOR_ADDRESS": c.stage_address(c.generator_port),
-            "RAGLOOP_LLAMACPP_URL": f"http://{c.host}:{c.model_port}",
+            "RAGLOOP_LLAMACPP_URL": self.model_url,
         }
         # A user's own choice of Milvus or chat model wins over the embedded defaults.
         env.setdefault("RAGLOOP_MILVUS_URI", str((c.data_dir / "milvus.db").resolve()))
-        env.setdefault("RAGLOOP_CHAT_MODEL", f"llamacpp:{QWEN_CODER_1_5B.name}")
+        env.setdefault("RAGLOOP_CHAT_MODEL", f"llamacpp:{c.chat_model.name}")
         for name in ("RAGLOOP_MILVUS_URI", "RAGLOOP_CHAT_MODEL"):
             env[name] = os.environ.get(name, env[name])
         env.update(c.extra_env)
         return env
 
-    def _spawn(self, name: str, command: list[str], env: dict[str, str]) -> ChildProcess:
+    def _spawn(
+        self, name: str, command: list[str], env: dict[str, str], *, ready: Callable[[], bool]
+    ) -> ChildProcess:
         if name in self.config.metrics_ports:
             env = {**env, "RAGLOOP_METRICS_PORT": str(self.config.metrics_ports[name])}
         child = ChildProcess(name, command, self.config.log_dir / f"{name}.log", env)
         child.start()
         self.children.append(child)
+        self._ready[name] = ready
         return child
+
+    # --- faults ----------------------------------------------------------------------------
+
+    def child(self, name: str) -> ChildProcess:
+        for child in self.children:
+            if child.name == name:
+                return child
+        raise KeyError(f"no process named {name!r}; there are {[c.name for c in self.children]}")
+
+    def kill(self, name: str) -> None:
+        """SIGKILL one process (a crash): no graceful shutdown, nothing flushed."""
+        self.child(name).kill()
+
+    def restart(self, name: str) -> None:
+        """Start a process that stopped again, as it was started, and wait until it is ready."""
+        child = self.child(name)
+        if child.running:
+            raise StartupError(f"{name} is still running")
+        child.start()
+        child.wait_until(self._ready[name], timeout_s=self.config.startup_timeout_s)
 
     # --- sample corpus ---------------------------------------------------------------------
 
     def collection_chunk_count(self) -> int:
-        address = self.config.stage_address(self.config.retriever_port)
-        with grpc.insecure_channel(address) as channel:
+        with sync_channel(self.stage_address("retriever"), self._tls) as channel:
             stub = retriever_pb2_grpc.RetrieverServiceStub(channel)
             reply = stub.DescribeCollection(retriever_pb2.DescribeCollectionRequest(), timeout=30)
         return reply.chunk_count if reply.exists else 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -75,6 +76,31 @@ class ChildProcess:
                 return
             time.sleep(0.25)
         raise StartupError(f"{self.name} not ready after {timeout_s:.0f}s (see {self.log_path})")
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    def rss_bytes(self) -> int | None:
+        """Resident memory of the running process (Linux /proc), or None."""
+        if not self.running or self.pid is None:
+            return None
+        try:
+            status = Path(f"/proc/{self.pid}/status").read_text()
+        except OSError:
+            return None
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024  # kB
+        return None
+
+    def kill(self) -> None:
+        """SIGKILL the process and everything it started (its own session), as a crash would,
+        and reap it."""
+        if self.running and self.process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
 
     def signal_stop(self) -> None:
         if self.running and self.process is not None:

@@ -4,20 +4,14 @@ from __future__ import annotations
 
 import socket
 
-import grpc
 import httpx
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from ragloop.core.grpc.healthcheck import check_health
+from ragloop.core.grpc.tls import ClientTls
 
 
-def grpc_serving(address: str, timeout_s: float = 1.0) -> bool:
-    with grpc.insecure_channel(address) as channel:
-        try:
-            reply = health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(service=""), timeout=timeout_s
-            )
-        except grpc.RpcError:
-            return False
-    return reply.status == health_pb2.HealthCheckResponse.SERVING
+def grpc_serving(address: str, timeout_s: float = 1.0, tls: ClientTls | None = None) -> bool:
+    return check_health(address, timeout_s=timeout_s, tls=tls).serving
 
 
 def http_ok(url: str, timeout_s: float = 1.0) -> bool:

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from ragloop.orchestrator.admission import AdmissionInterceptor, install_admission
 from ragloop.orchestrator.grpc_api import start_rag_server
 from ragloop.orchestrator.ingest_api import ingest_router
 from ragloop.orchestrator.knowledge_api import knowledge_router
@@ -44,7 +45,11 @@ def create_app(
         app.state.loop = CorrectiveLoop(
             stages.retriever, stages.grader, stages.rewriter, stages.generator
         )
-        grpc_server = await start_rag_server(app.state.loop, settings) if serve_grpc else None
+        gate = app.state.admission
+        admission = [AdmissionInterceptor(gate)] if gate else []
+        grpc_server = (
+            await start_rag_server(app.state.loop, settings, admission) if serve_grpc else None
+        )
         try:
             yield
         finally:
@@ -81,6 +86,7 @@ def create_app(
         )
 
     install_security(app, settings)
+    install_admission(app, settings.max_inflight_queries)  # innermost: after keys and rate limits
     # Added after the security middleware, so outside it: its refusals carry the request id.
     app.add_middleware(RequestIdMiddleware)
     install_rest_metrics(app)  # last, so outermost: it sees every response

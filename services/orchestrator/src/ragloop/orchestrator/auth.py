@@ -3,9 +3,11 @@ ones (health, readiness, metrics, the API docs, the web page and its static file
 
 Keys come from ``RAGLOOP_API_KEYS`` (comma-separated) and ``RAGLOOP_API_KEYS_FILE`` (one key per
 line, ``#`` starts a comment). Setting either turns authentication on; an empty key file then
-refuses everyone rather than opening the API. The file is read at startup — a missing or malformed
-file stops the orchestrator — and read again whenever its mtime, size or inode changes, so keys
-rotate without a restart; a change that cannot be read keeps the previous keys and logs a warning.
+refuses everyone rather than opening the API. An entry is ``KEY`` (any tenant) or
+``KEY tenant=NAME``: a key bound to one tenant acts in that tenant only (``tenants.py``).
+The file is read at startup — a missing or malformed file stops the orchestrator — and read
+again whenever its mtime, size or inode changes, so keys rotate without a restart; a change
+that cannot be read keeps the previous keys and logs a warning.
 
 Only sha256 digests of the keys are kept. A presented key is hashed and compared with every digest
 by ``hmac.compare_digest`` (equal lengths, no early exit), so the time taken tells nothing about
@@ -29,6 +31,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ragloop.core import context
+from ragloop.core.validation import TENANT_PATTERN
 from ragloop.orchestrator.http_errors import error_response
 from ragloop.orchestrator.schemas import ErrorDetail
 from ragloop.orchestrator.settings import OrchestratorSettings
@@ -44,6 +47,8 @@ KEY_ADVICE = (
 PUBLIC_PATHS = frozenset({"/", "/favicon.ico", "/healthz", "/readyz", "/metrics"})
 PUBLIC_PREFIXES = ("/static/",)
 CALLER = "caller"  # request.state.caller: "key:<fingerprint>" once a key matched
+BOUND_TENANT = "bound_tenant"  # request.state.bound_tenant: the tenant the caller's key is bound to
+TENANT_BINDING = re.compile(r"tenant=(?P<tenant>\S*)")
 
 
 class ApiKeyError(ValueError):
@@ -51,38 +56,66 @@ class ApiKeyError(ValueError):
 
 
 @dataclass(frozen=True)
+class ApiKey:
+    """A configured key; ``tenant`` None: the key may act in any tenant."""
+
+    key: str
+    tenant: str | None = None
+
+
+@dataclass(frozen=True)
 class KeyDigest:
     digest: bytes
     fingerprint: str
+    tenant: str | None = None  # the tenant the key is bound to, if any
 
 
-def digest_of(key: str) -> KeyDigest:
-    digest = hashlib.sha256(key.encode()).digest()
-    return KeyDigest(digest, digest.hex()[:8])
+def digest_of(key: str | ApiKey) -> KeyDigest:
+    api_key = key if isinstance(key, ApiKey) else ApiKey(key)
+    digest = hashlib.sha256(api_key.key.encode()).digest()
+    return KeyDigest(digest, digest.hex()[:8], api_key.tenant)
 
 
-def parse_inline_keys(value: str) -> list[str]:
-    """The keys of ``RAGLOOP_API_KEYS``: comma-separated, blanks around and between ignored."""
+def parse_inline_keys(value: str) -> list[ApiKey]:
+    """The keys of ``RAGLOOP_API_KEYS``: comma-separated entries, ``KEY`` or ``KEY tenant=NAME``,
+    blanks around and between ignored."""
     keys = []
     for position, part in enumerate(value.split(","), 1):
-        if key := part.strip():
-            keys.append(_checked(key, f"RAGLOOP_API_KEYS entry {position}"))
+        if entry := part.strip():
+            keys.append(parse_entry(entry, f"RAGLOOP_API_KEYS entry {position}"))
     return keys
 
 
-def parse_key_file(text: str, origin: str) -> list[str]:
-    """The keys of a key file: one per line; ``#`` and what follows it on its line is a comment."""
+def parse_key_file(text: str, origin: str) -> list[ApiKey]:
+    """The keys of a key file: one per line, ``KEY`` or ``KEY tenant=NAME``; ``#`` and what
+    follows it on its line is a comment."""
     keys = []
     for number, line in enumerate(text.splitlines(), 1):
-        if key := line.split("#", 1)[0].strip():
-            keys.append(_checked(key, f"{origin} line {number}"))
+        if entry := line.split("#", 1)[0].strip():
+            keys.append(parse_entry(entry, f"{origin} line {number}"))
     return keys
 
 
-def _checked(key: str, where: str) -> str:
+def parse_entry(entry: str, where: str) -> ApiKey:
+    """``KEY`` or ``KEY tenant=NAME``. Errors say where, never what: the entry holds a key."""
+    key, *options = entry.split()
     if not KEY_SYNTAX.fullmatch(key):
         raise ApiKeyError(f"{where} is not a valid API key: {KEY_ADVICE}")
-    return key
+    if not options:
+        return ApiKey(key)
+    binding = TENANT_BINDING.fullmatch(options[0])
+    if len(options) > 1 or binding is None:
+        raise ApiKeyError(
+            f"{where}: after the key, only 'tenant=NAME' may follow (the tenant the key is "
+            "bound to)"
+        )
+    tenant = binding["tenant"]
+    if not re.fullmatch(TENANT_PATTERN, tenant):
+        raise ApiKeyError(
+            f"{where}: tenant {tenant!r} is invalid: use letters, digits and _ . : @ - "
+            "(at most 128 characters, not starting with punctuation)"
+        )
+    return ApiKey(key, tenant)
 
 
 class KeyFile:
@@ -131,7 +164,7 @@ class KeyFile:
 class ApiKeys:
     """The configured keys: those of the settings and, if given, those of the key file now."""
 
-    def __init__(self, inline: Iterable[str], key_file: KeyFile | None = None) -> None:
+    def __init__(self, inline: Iterable[str | ApiKey], key_file: KeyFile | None = None) -> None:
         self._inline = tuple(digest_of(key) for key in inline)
         self._file = key_file
 
@@ -145,7 +178,11 @@ class ApiKeys:
         key_file = KeyFile(Path(path)) if path else None
         keys = cls(inline, key_file)
         fingerprints = [k.fingerprint for k in keys.current()]
-        log.info("API keys required", extra={"keys": fingerprints, "key_file": path})
+        bound = {k.fingerprint: k.tenant for k in keys.current() if k.tenant is not None}
+        log.info(
+            "API keys required",
+            extra={"keys": fingerprints, "key_file": path, "tenant_bound_keys": bound},
+        )
         if not fingerprints:
             log.warning("API keys are on but none is configured: every request will get 401")
         return keys
@@ -153,14 +190,19 @@ class ApiKeys:
     def current(self) -> tuple[KeyDigest, ...]:
         return self._inline + (self._file.current() if self._file else ())
 
-    def identify(self, presented: str) -> str | None:
-        """The fingerprint of the key ``presented`` matches, or None."""
+    def match(self, presented: str) -> KeyDigest | None:
+        """The configured key ``presented`` is (its fingerprint and tenant), or None."""
         presented_digest = digest_of(presented).digest
-        caller = None
+        matched = None
         for key in self.current():  # every key, always: no early exit
             if hmac.compare_digest(presented_digest, key.digest):
-                caller = key.fingerprint
-        return caller
+                matched = key
+        return matched
+
+    def identify(self, presented: str) -> str | None:
+        """The fingerprint of the key ``presented`` matches, or None."""
+        matched = self.match(presented)
+        return matched.fingerprint if matched else None
 
 
 def bearer_token(authorization: str | None) -> str | None:
@@ -211,11 +253,13 @@ class ApiKeyMiddleware:
             await self.app(scope, receive, send)
             return
         token = bearer_token(Headers(scope=scope).get("authorization"))
-        caller = self.keys.identify(token) if token is not None else None
-        if caller is None:
+        key = self.keys.match(token) if token is not None else None
+        if key is None:
             await self._refuse(scope, token)(scope, receive, send)
             return
-        scope.setdefault("state", {})[CALLER] = f"key:{caller}"
+        state = scope.setdefault("state", {})
+        state[CALLER] = f"key:{key.fingerprint}"
+        state[BOUND_TENANT] = key.tenant
         await self.app(scope, receive, send)
 
     def _refuse(self, scope: Scope, token: str | None) -> JSONResponse:

@@ -2,17 +2,26 @@
 them from in-process stages. Every call carries the request id and a deadline: the client's
 timeout, or less when the request's budget (``context.deadline``) leaves less. Calls fail fast
 when a stage is down (no waiting for it to come up), and connecting may take at most the
-channel's connect timeout, so a stage that is down is an error naming it, never a hang."""
+channel's connect timeout, so a stage that is down is an error naming it, never a hang.
+
+Calls that are safe to repeat (retrieve, describe, list, health) are retried with capped backoff
+when the stage could not be reached, within the call's deadline; the others never are. Each
+stage's calls pass a circuit breaker (``breaker.py``): after repeated unreachable calls they fail
+at once for a cool-down instead of each waiting for its own connection attempt."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ragloop.core import context
+from ragloop.core.backoff import NO_RETRIES, RetryPolicy
 from ragloop.core.domain import (
     Answer,
     AnswerDelta,
@@ -28,11 +37,14 @@ from ragloop.core.domain import (
     SourceDocument,
     StreamedDocument,
 )
+from ragloop.core.errors import DependencyUnavailable
 from ragloop.core.grpc import convert
 from ragloop.core.grpc.client_metrics import client_metrics_interceptors
 from ragloop.core.grpc.errors import error_from_rpc
 from ragloop.core.grpc.ingest_stream import stream_to_proto
 from ragloop.core.grpc.server import MAX_MESSAGE_BYTES
+from ragloop.core.grpc.tls import ClientTls, aio_channel
+from ragloop.orchestrator.breaker import CircuitBreaker, Outcome, Permit, Refusal
 from ragloop.v1 import (
     generator_pb2,
     generator_pb2_grpc,
@@ -45,25 +57,38 @@ from ragloop.v1 import (
 )
 
 R = TypeVar("R")
+log = logging.getLogger(__name__)
 
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    # Ping every 30 s; a stage host that vanished without closing the connection (no RST) fails
+    # the calls on it 10 s after an unanswered ping instead of at their deadlines.
     ("grpc.keepalive_time_ms", 30_000),
-    # Reconnect quickly after a stage restarts instead of backing off for minutes.
+    ("grpc.keepalive_timeout_ms", 10_000),
+    # Reconnect quickly after a stage restarts: the first attempt 250 ms after a connection is
+    # lost, then backing off to at most 2 s between attempts (gRPC's default: up to 2 minutes).
+    ("grpc.initial_reconnect_backoff_ms", 250),
     ("grpc.max_reconnect_backoff_ms", 2_000),
 ]
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
 
 
 def open_channel(
-    address: str, *, connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+    address: str,
+    *,
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
+    tls: ClientTls | None = None,
 ) -> grpc.aio.Channel:
+    """A channel to a stage: TLS when ``tls`` is given, else plaintext."""
     # gRPC core takes its minimum reconnect backoff as the timeout of one connection attempt
     # (default 20 s): a call to a host that never completes the handshake fails after it.
     connect = ("grpc.min_reconnect_backoff_ms", round(connect_timeout_s * 1000))
-    return grpc.aio.insecure_channel(
-        address, options=[*CHANNEL_OPTIONS, connect], interceptors=client_metrics_interceptors()
+    return aio_channel(
+        address,
+        tls,
+        options=[*CHANNEL_OPTIONS, connect],
+        interceptors=client_metrics_interceptors(),
     )
 
 
@@ -73,14 +98,44 @@ def request_metadata() -> tuple[tuple[str, str], ...]:
     return ((context.REQUEST_ID_HEADER, request_id),) if request_id else ()
 
 
+def outcome_of(exc: grpc.aio.AioRpcError) -> Outcome:
+    """What a failed call says about the stage, for its circuit breaker and for retries."""
+    code = exc.code()
+    if code is grpc.StatusCode.UNAVAILABLE:  # not reached, or it cannot serve at all
+        return Outcome.UNREACHABLE
+    if code in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
+        return Outcome.UNDECIDED
+    return Outcome.REACHED  # it answered with an error of its own
+
+
+def failing_fast(stage: str, refusal: Refusal) -> DependencyUnavailable:
+    last = f"; last error: {refusal.last_error}" if refusal.last_error else ""
+    return DependencyUnavailable(
+        f"{stage}: unavailable ({refusal.failures} calls in a row could not reach it; failing "
+        f"fast, next try in {refusal.retry_in_s:.1f} s{last})"
+    )
+
+
 class RemoteStage:
-    """Common part of the stage clients: deadline, request id, error mapping."""
+    """Common part of the stage clients: deadline, request id, retries of safe calls, circuit
+    breaker, error mapping."""
 
     stage = "stage"
+    stub_class: ClassVar[Callable[[grpc.aio.Channel], Any]]
 
-    def __init__(self, channel: grpc.aio.Channel, *, timeout_s: float) -> None:
+    def __init__(
+        self,
+        channel: grpc.aio.Channel,
+        *,
+        timeout_s: float,
+        retry: RetryPolicy = NO_RETRIES,
+        breaker: CircuitBreaker | None = None,
+    ) -> None:
         self.channel = channel
         self.timeout_s = timeout_s
+        self.retry = retry
+        self.breaker = breaker
+        self._stub = self.stub_class(channel)
 
     def _call_options(self, timeout_s: float | None = None) -> dict[str, Any]:
         return {
@@ -90,30 +145,108 @@ class RemoteStage:
         }
 
     async def _call(
-        self, method: Callable[..., Awaitable[R]], request: Any, timeout_s: float | None = None
+        self,
+        method: Callable[..., Awaitable[R]],
+        request: Any,
+        timeout_s: float | None = None,
+        *,
+        idempotent: bool = False,
     ) -> R:
+        """One call through the breaker; retried when ``idempotent`` and it could not reach the
+        stage. A failure becomes the stage error its status code stands for, naming the stage."""
+
+        async def attempt() -> R:
+            async with self._guarded():
+                return await method(request, **self._call_options(timeout_s))
+
+        deadline = time.monotonic() + context.time_left(timeout_s or self.timeout_s)
         try:
-            return await method(request, **self._call_options(timeout_s))
+            return await self._retrying(attempt, idempotent=idempotent, deadline=deadline)
         except grpc.aio.AioRpcError as exc:
             raise error_from_rpc(exc, self.stage) from exc
 
+    async def _retrying(
+        self, attempt: Callable[[], Awaitable[R]], *, idempotent: bool, deadline: float
+    ) -> R:
+        retries = self.retry.retries if idempotent else 0
+        for retry in range(retries + 1):
+            try:
+                return await attempt()
+            except grpc.aio.AioRpcError as exc:
+                delay = self.retry.delay(retry)
+                last = retry >= retries or outcome_of(exc) is not Outcome.UNREACHABLE
+                if last or time.monotonic() + delay >= deadline:
+                    raise
+                log.warning(
+                    "stage unreachable; retrying",
+                    extra={"stage": self.stage, "retry": retry + 1, "delay_s": delay},
+                )
+                await asyncio.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _guarded(self) -> _BreakerCall:
+        return _BreakerCall(self.stage, self.breaker)
+
     async def check_health(self, timeout_s: float = 2.0) -> bool:
+        """Whether the stage reports SERVING. Not subject to the breaker: readiness shows the
+        stage as it is, and a stage coming back shows as soon as it answers."""
         stub = health_pb2_grpc.HealthStub(self.channel)
+        deadline = time.monotonic() + timeout_s
+
+        async def attempt() -> Any:
+            timeout = max(0.0, deadline - time.monotonic())
+            return await stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout)
+
         try:
-            reply = await stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=timeout_s)
+            reply = await self._retrying(attempt, idempotent=True, deadline=deadline)
         except grpc.aio.AioRpcError:
             return False
         return reply.status == health_pb2.HealthCheckResponse.SERVING
 
 
+class _BreakerCall:
+    """``async with``: admits a call through the stage's breaker (or fails it at once) and
+    reports how it ended. Without a breaker it does nothing."""
+
+    def __init__(self, stage: str, breaker: CircuitBreaker | None) -> None:
+        self.stage = stage
+        self.breaker = breaker
+        self.permit: Permit | None = None
+        self.reached = False  # set by streams once the stage has answered something
+
+    async def __aenter__(self) -> _BreakerCall:
+        if self.breaker is not None:
+            decision = self.breaker.admit()
+            if isinstance(decision, Refusal):
+                raise failing_fast(self.stage, decision)
+            self.permit = decision
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: Any, tb: Any) -> None:
+        if self.breaker is None or self.permit is None:
+            return
+        if exc is None:
+            self.breaker.record(self.permit, Outcome.REACHED)
+        elif isinstance(exc, grpc.aio.AioRpcError):
+            self.breaker.record(self.permit, outcome_of(exc), exc.details() or exc.code().name)
+        else:  # cancelled, or the caller stopped reading: the stage was there if it answered
+            self.breaker.record(self.permit, Outcome.REACHED if self.reached else Outcome.UNDECIDED)
+
+
 class RemoteRetriever(RemoteStage):
     stage = "retriever"
+    stub_class = retriever_pb2_grpc.RetrieverServiceStub
 
     def __init__(
-        self, channel: grpc.aio.Channel, *, timeout_s: float, ingest_timeout_s: float | None = None
+        self,
+        channel: grpc.aio.Channel,
+        *,
+        timeout_s: float,
+        ingest_timeout_s: float | None = None,
+        retry: RetryPolicy = NO_RETRIES,
+        breaker: CircuitBreaker | None = None,
     ) -> None:
-        super().__init__(channel, timeout_s=timeout_s)
-        self._stub = retriever_pb2_grpc.RetrieverServiceStub(channel)
+        super().__init__(channel, timeout_s=timeout_s, retry=retry, breaker=breaker)
         self._ingest_timeout_s = ingest_timeout_s or timeout_s
 
     async def retrieve(
@@ -136,7 +269,8 @@ class RemoteRetriever(RemoteStage):
             filters=convert.struct_from_dict(filters or {}),
             tenant=tenant,
         )
-        return convert.retrieval_from_proto(await self._call(self._stub.Retrieve, request))
+        reply = await self._call(self._stub.Retrieve, request, idempotent=True)
+        return convert.retrieval_from_proto(reply)
 
     async def ingest(
         self, documents: list[SourceDocument], *, collection: str = "", tenant: str = ""
@@ -163,7 +297,7 @@ class RemoteRetriever(RemoteStage):
 
     async def describe(self, collection: str = "") -> CollectionInfo:
         request = retriever_pb2.DescribeCollectionRequest(collection=collection)
-        reply = await self._call(self._stub.DescribeCollection, request)
+        reply = await self._call(self._stub.DescribeCollection, request, idempotent=True)
         return convert.collection_info_from_proto(reply)
 
     async def delete_source(
@@ -176,7 +310,8 @@ class RemoteRetriever(RemoteStage):
         return convert.deleted_source_from_proto(reply)
 
     async def list_collections(self) -> list[CollectionInfo]:
-        reply = await self._call(self._stub.ListCollections, retriever_pb2.ListCollectionsRequest())
+        request = retriever_pb2.ListCollectionsRequest()
+        reply = await self._call(self._stub.ListCollections, request, idempotent=True)
         return [convert.collection_info_from_proto(c) for c in reply.collections]
 
     async def create_collection(self, collection: str) -> CollectionInfo:
@@ -191,10 +326,7 @@ class RemoteRetriever(RemoteStage):
 
 class RemoteGrader(RemoteStage):
     stage = "grader"
-
-    def __init__(self, channel: grpc.aio.Channel, *, timeout_s: float) -> None:
-        super().__init__(channel, timeout_s=timeout_s)
-        self._stub = grader_pb2_grpc.GraderServiceStub(channel)
+    stub_class = grader_pb2_grpc.GraderServiceStub
 
     async def grade(self, question: str, documents: list[Document]) -> GradingResult:
         request = grader_pb2.GradeDocumentsRequest(
@@ -205,10 +337,7 @@ class RemoteGrader(RemoteStage):
 
 class RemoteRewriter(RemoteStage):
     stage = "rewriter"
-
-    def __init__(self, channel: grpc.aio.Channel, *, timeout_s: float) -> None:
-        super().__init__(channel, timeout_s=timeout_s)
-        self._stub = rewriter_pb2_grpc.RewriterServiceStub(channel)
+    stub_class = rewriter_pb2_grpc.RewriterServiceStub
 
     async def rewrite(
         self,
@@ -228,10 +357,7 @@ class RemoteRewriter(RemoteStage):
 
 class RemoteGenerator(RemoteStage):
     stage = "generator"
-
-    def __init__(self, channel: grpc.aio.Channel, *, timeout_s: float) -> None:
-        super().__init__(channel, timeout_s=timeout_s)
-        self._stub = generator_pb2_grpc.GeneratorServiceStub(channel)
+    stub_class = generator_pb2_grpc.GeneratorServiceStub
 
     async def generate(self, question: str, documents: list[Document]) -> Answer:
         request = generator_pb2.GenerateAnswerRequest(
@@ -246,11 +372,14 @@ class RemoteGenerator(RemoteStage):
         request = generator_pb2.GenerateAnswerRequest(
             question=question, documents=[convert.document_to_proto(d) for d in documents]
         )
-        call = self._stub.GenerateAnswerStream(request, **self._call_options())
         try:
-            async for event in call:
-                yield convert.answer_event_from_proto(event)
+            async with self._guarded() as guarded:
+                call = self._stub.GenerateAnswerStream(request, **self._call_options())
+                try:
+                    async for event in call:
+                        guarded.reached = True
+                        yield convert.answer_event_from_proto(event)
+                finally:
+                    call.cancel()  # a no-op once the stream ended; else the caller stopped reading
         except grpc.aio.AioRpcError as exc:
             raise error_from_rpc(exc, self.stage) from exc
-        finally:
-            call.cancel()  # a no-op once the stream ended; else the caller stopped reading

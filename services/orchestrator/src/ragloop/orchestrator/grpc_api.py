@@ -5,7 +5,7 @@ envelope differs: messages of ragloop.v1.rag, errors as status codes."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 import grpc
@@ -13,7 +13,7 @@ import grpc
 from ragloop.core import context
 from ragloop.core.errors import InvalidInput
 from ragloop.core.grpc.server import RunningServer, ServiceSpec, start_server
-from ragloop.orchestrator.auth import ApiKeys, bearer_token
+from ragloop.orchestrator.auth import ApiKeys, KeyDigest, bearer_token
 from ragloop.orchestrator.events import LoopEvent
 from ragloop.orchestrator.http_errors import failure_detail, unexpected_error
 from ragloop.orchestrator.loop import CorrectiveLoop, StageFailure
@@ -25,6 +25,7 @@ from ragloop.orchestrator.rag_proto import (
     result_to_proto,
 )
 from ragloop.orchestrator.settings import OrchestratorSettings
+from ragloop.orchestrator.tenants import TenantRefused, scoped_to
 from ragloop.v1 import rag_pb2, rag_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -54,8 +55,8 @@ class RagServicer(rag_pb2_grpc.RagServiceServicer):
     async def Query(
         self, request: rag_pb2.QueryRequest, rpc: grpc.aio.ServicerContext
     ) -> rag_pb2.QueryResponse:
-        async with _query_call(rpc, self.keys):
-            body = query_request_from_proto(request)
+        async with _query_call(rpc, self.keys) as caller:
+            body = scoped_to(query_request_from_proto(request), caller and caller.tenant)
             result = await run_query(self.loop, self.settings, body)
         return result_to_proto(result)
 
@@ -67,27 +68,33 @@ class RagServicer(rag_pb2_grpc.RagServiceServicer):
         async def send(event: LoopEvent) -> None:
             await rpc.write(event_to_proto(event))
 
-        async with _query_call(rpc, self.keys):
-            body = query_request_from_proto(request)
+        async with _query_call(rpc, self.keys) as caller:
+            body = scoped_to(query_request_from_proto(request), caller and caller.tenant)
             result = await run_query(self.loop, self.settings, body, on_event=send)
             await rpc.write(done_event(result))
 
 
 @asynccontextmanager
-async def _query_call(rpc: grpc.aio.ServicerContext, keys: ApiKeys | None) -> AsyncIterator[None]:
+async def _query_call(
+    rpc: grpc.aio.ServicerContext, keys: ApiKeys | None
+) -> AsyncIterator[KeyDigest | None]:
     """The request id of the call (the client's x-request-id when valid, else a new one: on
     every log line, passed on to the stages, sent back in the initial metadata), the caller's
-    API key when keys are configured (the REST API's keys), and its failures as status codes."""
+    API key when keys are configured (the REST API's keys; yielded, None without keys), and its
+    failures as status codes."""
     metadata = dict(rpc.invocation_metadata() or ())
     request_id = context.accepted_request_id(metadata.get(context.REQUEST_ID_HEADER))
     await rpc.send_initial_metadata(((context.REQUEST_ID_HEADER, request_id),))
     with context.request_id_set(request_id):
+        caller = None
         if keys is not None:
-            await _authenticate(rpc, keys, metadata.get("authorization"))
+            caller = await _authenticate(rpc, keys, metadata.get("authorization"))
         try:
-            yield
+            yield caller
         except InvalidInput as exc:
             await rpc.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except TenantRefused as exc:
+            await rpc.abort(grpc.StatusCode.PERMISSION_DENIED, str(exc))
         except StageFailure as exc:
             _, detail = failure_detail(exc, exc.stage, exc.trace)
             trailing = (
@@ -105,7 +112,7 @@ async def _query_call(rpc: grpc.aio.ServicerContext, keys: ApiKeys | None) -> As
 
 async def _authenticate(
     rpc: grpc.aio.ServicerContext, keys: ApiKeys, authorization: str | None
-) -> None:
+) -> KeyDigest:
     token = bearer_token(authorization)
     if token is None:
         log.info("gRPC call without an API key refused", extra={"client": rpc.peer()})
@@ -113,9 +120,11 @@ async def _authenticate(
             grpc.StatusCode.UNAUTHENTICATED,
             "this API needs an API key: send the metadata 'authorization: Bearer KEY'",
         )
-    if keys.identify(token) is None:
+    caller = keys.match(token)
+    if caller is None:
         log.warning("gRPC call with an unknown API key refused", extra={"client": rpc.peer()})
         await rpc.abort(grpc.StatusCode.UNAUTHENTICATED, "the API key is not valid")
+    return caller
 
 
 def rag_service_spec(loop: CorrectiveLoop, settings: OrchestratorSettings) -> ServiceSpec:
@@ -128,14 +137,18 @@ def rag_service_spec(loop: CorrectiveLoop, settings: OrchestratorSettings) -> Se
 
 
 async def start_rag_server(
-    loop: CorrectiveLoop, settings: OrchestratorSettings
+    loop: CorrectiveLoop,
+    settings: OrchestratorSettings,
+    interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
 ) -> RunningServer | None:
     """Serve RagService (with health and reflection, which need no key) on
-    RAGLOOP_ORCHESTRATOR_GRPC_PORT; None when the port is 0 (off)."""
+    RAGLOOP_ORCHESTRATOR_GRPC_PORT; None when the port is 0 (off). ``interceptors``: e.g. the
+    admission gate the REST API shares."""
     if not settings.orchestrator_grpc_port:
         return None
     return await start_server(
         rag_service_spec(loop, settings),
         host=settings.bind_host,
         port=settings.orchestrator_grpc_port,
+        interceptors=interceptors,
     )

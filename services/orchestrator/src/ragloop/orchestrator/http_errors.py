@@ -7,7 +7,7 @@ from fastapi.responses import JSONResponse
 from ragloop.core import context
 from ragloop.core.errors import RagloopError
 from ragloop.orchestrator.loop import StageFailure, Trace, classify_error
-from ragloop.orchestrator.schemas import ErrorDetail, ErrorResponse
+from ragloop.orchestrator.schemas import ErrorDetail, ErrorResponse, ValidationErrorResponse
 
 STATUS_OF_FAILURE = {
     "invalid": 422,
@@ -29,13 +29,23 @@ STAGE_OF_NODE = {
     "generate": "generator",
 }
 ERROR_RESPONSES = {
+    403: {"model": ErrorResponse, "description": "The API key may not act in this tenant"},
     409: {"model": ErrorResponse, "description": "The data cannot serve this request as asked"},
-    422: {"model": ErrorResponse, "description": "Invalid input"},
+    422: {
+        "model": ErrorResponse | ValidationErrorResponse,
+        "description": "Invalid input: `detail` lists every field that does not fit the schema; "
+        "`error` is a value a stage refused",
+    },
     502: {"model": ErrorResponse, "description": "A stage failed unexpectedly"},
     503: {"model": ErrorResponse, "description": "A stage is unavailable"},
     504: {"model": ErrorResponse, "description": "A stage or the request's budget timed out"},
 }
 NOT_FOUND_RESPONSE = {404: {"model": ErrorResponse, "description": "No such collection or source"}}
+# Of every operation that takes a request body.
+BODY_RESPONSES = {
+    400: {"model": ErrorResponse, "description": "The body cannot be read (not UTF-8 JSON)"},
+    413: {"model": ErrorResponse, "description": "The body is larger than the server accepts"},
+}
 
 
 def error_response(status: int, detail: ErrorDetail, request_id: str) -> JSONResponse:
@@ -57,6 +67,11 @@ def unexpected_error() -> ErrorDetail:
 def invalid_input(message: str) -> JSONResponse:
     detail = ErrorDetail(code="invalid_input", message=message)
     return error_response(422, detail, context.request_id.get())
+
+
+def forbidden(message: str) -> JSONResponse:
+    detail = ErrorDetail(code="forbidden", message=message)
+    return error_response(403, detail, context.request_id.get())
 
 
 def not_found(message: str) -> JSONResponse:

@@ -21,18 +21,20 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
 from ragloop.core import context
 from ragloop.core.domain import SourceDocument, StreamedDocument, one_by_one
 from ragloop.core.errors import InvalidInput, RagloopError
 from ragloop.orchestrator.http_errors import (
+    BODY_RESPONSES,
     ERROR_RESPONSES,
     error_response,
     failure_response,
     invalid_input,
 )
+from ragloop.orchestrator.routes import ApiRoute
 from ragloop.orchestrator.schemas import (
     ErrorDetail,
     ErrorResponse,
@@ -40,11 +42,13 @@ from ragloop.orchestrator.schemas import (
     IngestRequest,
     IngestResponse,
     UploadOptions,
+    inline_schema,
 )
 from ragloop.orchestrator.settings import OrchestratorSettings
+from ragloop.orchestrator.tenants import bound_tenant, tenant_for
 from ragloop.orchestrator.uploads import READERS, UnsupportedFileType, extract
 
-ingest_router = APIRouter()
+ingest_router = APIRouter(route_class=ApiRoute)
 
 
 @dataclass(frozen=True)
@@ -52,24 +56,6 @@ class IngestBatch:
     documents: list[StreamedDocument]
     collection: str
     tenant: str
-
-
-def inline_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """``model``'s JSON schema with its ``$defs`` inlined (for an operation's openapi_extra)."""
-    schema = model.model_json_schema()
-    definitions = schema.pop("$defs", {})
-
-    def resolve(node: Any) -> Any:
-        if isinstance(node, dict):
-            ref = node.get("$ref", "")
-            if ref.startswith("#/$defs/"):
-                return resolve(definitions[ref.removeprefix("#/$defs/")])
-            return {key: resolve(value) for key, value in node.items()}
-        if isinstance(node, list):
-            return [resolve(item) for item in node]
-        return node
-
-    return resolve(schema)
 
 
 UPLOAD_SCHEMA = {
@@ -97,7 +83,8 @@ OPENAPI_EXTRA = {
 }
 RESPONSES = {
     **ERROR_RESPONSES,
-    413: {"model": ErrorResponse, "description": "The upload is too large"},
+    **BODY_RESPONSES,
+    413: {"model": ErrorResponse, "description": "The body or the upload is too large"},
     415: {"model": ErrorResponse, "description": "A file type ragloop cannot read"},
 }
 
@@ -206,9 +193,10 @@ async def ingest(request: Request) -> IngestResponse | JSONResponse:
             return error_response(415, detail, context.request_id.get())
         except InvalidInput as exc:
             return invalid_input(str(exc))
+        tenant = tenant_for(bound_tenant(request), batch.tenant) or ""
         try:
             result = await request.app.state.stages.ingestor.ingest_stream(
-                one_by_one(batch.documents), collection=batch.collection, tenant=batch.tenant
+                one_by_one(batch.documents), collection=batch.collection, tenant=tenant
             )
         except RagloopError as exc:
             return failure_response(exc, "retriever", None)

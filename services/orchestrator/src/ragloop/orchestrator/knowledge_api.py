@@ -6,30 +6,45 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
+from starlette.convertors import PathConvertor, register_url_convertor
 
 from ragloop.core.domain import CollectionInfo
 from ragloop.core.errors import RagloopError
 from ragloop.core.stages import Ingestor
 from ragloop.core.validation import COLLECTION_PATTERN, TENANT_PATTERN
 from ragloop.orchestrator.http_errors import (
+    BODY_RESPONSES,
     ERROR_RESPONSES,
     NOT_FOUND_RESPONSE,
     failure_response,
     not_found,
 )
+from ragloop.orchestrator.routes import ApiRoute
 from ragloop.orchestrator.schemas import (
     CollectionIn,
     CollectionOut,
     CollectionsOut,
     DeletedSourceOut,
 )
+from ragloop.orchestrator.tenants import bound_tenant, refuse_if_bound, tenant_for
 
 T = TypeVar("T")
 RESPONSES = {**ERROR_RESPONSES, **NOT_FOUND_RESPONSE}
 
-knowledge_router = APIRouter(responses=RESPONSES)
+
+class SourcePathConvertor(PathConvertor):
+    """The rest of the path, line breaks included (``path`` stops at one, and a source name with
+    a line break would not reach this route but get a bare 404: the retriever refuses it, 422)."""
+
+    regex = r"[\s\S]*"
+
+
+register_url_convertor("source", SourcePathConvertor())
+COLLECTION_NAME = Path(pattern=COLLECTION_PATTERN, description="Name of the collection.")
+
+knowledge_router = APIRouter(responses=RESPONSES, route_class=ApiRoute)
 
 
 def _ingestor(request: Request) -> Ingestor:
@@ -47,7 +62,7 @@ def collection_out(info: CollectionInfo) -> CollectionOut:
     return CollectionOut.model_validate(info, from_attributes=True)
 
 
-@knowledge_router.delete("/v1/documents/{source:path}", response_model=DeletedSourceOut)
+@knowledge_router.delete("/v1/documents/{source:source}", response_model=DeletedSourceOut)
 async def delete_source(
     source: str,
     request: Request,
@@ -57,6 +72,7 @@ async def delete_source(
     """Delete every chunk of a source. The source is the rest of the path and may contain
     slashes (`DELETE /v1/documents/notes/cats.md`); percent-encode other reserved characters.
     404 when the collection does not exist or holds no chunk of the source."""
+    tenant = tenant_for(bound_tenant(request), tenant) or ""
     reply = await _call(
         _ingestor(request).delete_source(source, collection=collection, tenant=tenant)
     )
@@ -79,7 +95,9 @@ async def list_collections(request: Request) -> CollectionsOut | JSONResponse:
 
 
 @knowledge_router.get("/v1/collections/{name}", response_model=CollectionOut)
-async def describe_collection(name: str, request: Request) -> CollectionOut | JSONResponse:
+async def describe_collection(
+    request: Request, name: str = COLLECTION_NAME
+) -> CollectionOut | JSONResponse:
     """One collection: chunk count, embedding model, dimension, BM25 and tenant support."""
     reply = await _call(_ingestor(request).describe(name))
     if isinstance(reply, JSONResponse):
@@ -89,10 +107,14 @@ async def describe_collection(name: str, request: Request) -> CollectionOut | JS
     return collection_out(reply)
 
 
-@knowledge_router.post("/v1/collections", response_model=CollectionOut, status_code=201)
+@knowledge_router.post(
+    "/v1/collections", response_model=CollectionOut, status_code=201, responses=BODY_RESPONSES
+)
 async def create_collection(body: CollectionIn, request: Request) -> CollectionOut | JSONResponse:
     """Create an empty collection for the retriever's embedding model (201 also when it already
-    exists for this model; 409 when it exists for another one)."""
+    exists for this model; 409 when it exists for another one). Not with a key bound to a
+    tenant (403)."""
+    refuse_if_bound(request, "create collections")
     reply = await _call(_ingestor(request).create_collection(body.name))
     if isinstance(reply, JSONResponse):
         return reply
@@ -100,8 +122,10 @@ async def create_collection(body: CollectionIn, request: Request) -> CollectionO
 
 
 @knowledge_router.delete("/v1/collections/{name}", status_code=204)
-async def drop_collection(name: str, request: Request) -> Response:
-    """Drop a collection and every chunk in it; 404 when it does not exist."""
+async def drop_collection(request: Request, name: str = COLLECTION_NAME) -> Response:
+    """Drop a collection and every chunk in it; 404 when it does not exist. Not with a key
+    bound to a tenant (403)."""
+    refuse_if_bound(request, "drop collections")
     reply = await _call(_ingestor(request).drop_collection(name))
     if isinstance(reply, JSONResponse):
         return reply

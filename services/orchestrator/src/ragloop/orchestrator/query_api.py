@@ -10,36 +10,84 @@ only add messages. The stream calls GenerateAnswerStream to pass the text on as 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel
 
 from ragloop.orchestrator.events import EventSink
-from ragloop.orchestrator.http_errors import ERROR_RESPONSES, failure_response
+from ragloop.orchestrator.http_errors import BODY_RESPONSES, ERROR_RESPONSES, failure_response
 from ragloop.orchestrator.loop import CorrectiveLoop, LoopResult, StageFailure
 from ragloop.orchestrator.policy import resolve_policy
 from ragloop.orchestrator.response import query_response_body
-from ragloop.orchestrator.schemas import QueryRequest, QueryResponse
+from ragloop.orchestrator.routes import ApiRoute
+from ragloop.orchestrator.schemas import (
+    NodeFinishedEvent,
+    NodeStartedEvent,
+    QueryRequest,
+    QueryResponse,
+    StreamErrorEvent,
+    TokenEvent,
+    inline_schema,
+)
 from ragloop.orchestrator.settings import OrchestratorSettings
 from ragloop.orchestrator.sse import MEDIA_TYPE, query_events
+from ragloop.orchestrator.tenants import in_callers_tenant
 
 log = logging.getLogger(__name__)
 
-query_router = APIRouter()
+query_router = APIRouter(route_class=ApiRoute)
+
+STREAM_EVENTS: dict[str, type[BaseModel]] = {
+    "node_started": NodeStartedEvent,
+    "node_finished": NodeFinishedEvent,
+    "token": TokenEvent,
+    "done": QueryResponse,
+    "error": StreamErrorEvent,
+}
+
+
+def event_schema(name: str, data: type[BaseModel]) -> dict[str, Any]:
+    """One server-sent event as OpenAPI 3.1 describes an event stream's items: its name, and
+    its data as a line of JSON of ``data``'s schema."""
+    return {
+        "type": "object",
+        "required": ["event", "data"],
+        "properties": {
+            "event": {"const": name},
+            "data": {
+                "type": "string",
+                "contentMediaType": "application/json",
+                "contentSchema": inline_schema(data),
+            },
+        },
+    }
+
 
 STREAM_RESPONSES = {
     200: {
         "description": "Server-sent events: node_started, node_finished, token, then done (the "
         "body of POST /v1/query) or error",
-        "content": {MEDIA_TYPE: {"schema": {"type": "string"}}},
+        "content": {
+            MEDIA_TYPE: {
+                "schema": {"oneOf": [event_schema(n, d) for n, d in STREAM_EVENTS.items()]}
+            }
+        },
     },
-    422: ERROR_RESPONSES[422],
+    **{status: ERROR_RESPONSES[status] for status in (403, 422)},
+    **BODY_RESPONSES,
 }
 
 
-@query_router.post("/v1/query", response_model=QueryResponse, responses=ERROR_RESPONSES)
+@query_router.post(
+    "/v1/query",
+    response_model=QueryResponse,
+    responses={**ERROR_RESPONSES, **BODY_RESPONSES},
+)
 async def query(body: QueryRequest, request: Request) -> JSONResponse:
     """Answer a question: the whole loop, with its decision path and node timings."""
+    body = in_callers_tenant(body, request)
     try:
         result = await answer(request, body)
     except StageFailure as exc:
@@ -52,6 +100,7 @@ async def query_stream(body: QueryRequest, request: Request) -> StreamingRespons
     """Answer a question as server-sent events: every node as it starts and finishes, the
     answer's text as it is written, then `done` with the body of POST /v1/query (or `error`).
     Closing the connection cancels the query."""
+    body = in_callers_tenant(body, request)
     return StreamingResponse(
         query_events(lambda sink: answer(request, body, on_event=sink)),
         media_type=MEDIA_TYPE,

@@ -60,7 +60,7 @@ def query_request_from_proto(message: rag_pb2.QueryRequest) -> QueryRequest:
     }
     fields |= {name: getattr(message, name) for name in _OPTIONAL_FIELDS if message.HasField(name)}
     if message.HasField("filters"):
-        fields["filters"] = convert.dict_from_struct(message.filters)
+        fields["filters"] = convert.dict_from_struct(message.filters, "filters")
     try:
         return QueryRequest.model_validate(fields)
     except ValidationError as exc:

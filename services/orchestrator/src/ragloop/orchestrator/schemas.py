@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from ragloop.core.filters import parse_filters
-from ragloop.core.validation import COLLECTION_PATTERN, TENANT_PATTERN
+from ragloop.core.validation import COLLECTION_PATTERN, TENANT_PATTERN, json_data, unicode_text
 from ragloop.orchestrator.thresholds import MAX_REWRITE_ATTEMPTS, check_schedule
 
 
@@ -67,10 +67,16 @@ class QueryRequest(BaseModel):
         "Omitted means the server's RAGLOOP_REQUEST_BUDGET_S.",
     )
 
+    @field_validator("query")
+    @classmethod
+    def _unicode_query(cls, value: str) -> str:
+        return unicode_text(value, "query")
+
     @field_validator("filters")
     @classmethod
     def _valid_filters(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        parse_filters(value)  # raises InvalidInput (a ValueError): a 422 naming `filters`
+        # Each raises InvalidInput (a ValueError): a 422 naming `filters`.
+        parse_filters(json_data(value, "filters"))
         return value
 
     @field_validator("similarity_thresholds")
@@ -197,6 +203,16 @@ class DocumentIn(BaseModel):
     text: str = Field(..., min_length=1, description="Full text; chunked by the retriever.")
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("source", "text")
+    @classmethod
+    def _unicode_text(cls, value: str, info: ValidationInfo) -> str:
+        return unicode_text(value, str(info.field_name))
+
+    @field_validator("metadata")
+    @classmethod
+    def _unicode_metadata(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return json_data(value, "metadata")
+
 
 class IngestRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -225,6 +241,11 @@ class UploadOptions(BaseModel):
     collection: str | None = Field(None, pattern=COLLECTION_PATTERN)
     tenant: str | None = tenant_field()
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("metadata")
+    @classmethod
+    def _unicode_metadata(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return json_data(value, "metadata")
 
 
 class DeletedSourceOut(BaseModel):
@@ -261,3 +282,62 @@ class ErrorDetail(BaseModel):
 
 class ErrorResponse(BaseModel):
     error: ErrorDetail
+
+
+class ValidationProblem(BaseModel):
+    loc: list[str | int] = Field(description='Where: e.g. ["body", "top_k"].')
+    msg: str = Field(description="What is wrong with it.")
+    type: str
+
+
+class ValidationErrorResponse(BaseModel):
+    """A request body or parameter that does not fit the schema (FastAPI's shape)."""
+
+    detail: list[ValidationProblem]
+
+
+# --- the event stream (POST /v1/query/stream): the data of each event ---------------------------
+
+LoopNodeName = Literal["retrieve", "grade", "rewrite", "generate"]
+
+
+class NodeStartedEvent(BaseModel):
+    node: LoopNodeName
+    round: int
+    query: str
+
+
+class NodeFinishedEvent(BaseModel):
+    node: LoopNodeName
+    round: int
+    duration_ms: float
+    status: Literal["ok", "error"]
+    details: dict[str, Any]
+
+
+class TokenEvent(BaseModel):
+    text: str
+    restart: bool
+
+
+class StreamErrorEvent(ErrorDetail):
+    status: int = Field(description="The HTTP status POST /v1/query would have answered with.")
+
+
+def inline_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s JSON schema with its ``$defs`` inlined, for schemas written into the OpenAPI
+    document by hand (a request body of two forms, the events of a stream)."""
+    schema = model.model_json_schema()
+    definitions = schema.pop("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref", "")
+            if ref.startswith("#/$defs/"):
+                return resolve(definitions[ref.removeprefix("#/$defs/")])
+            return {key: resolve(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [resolve(item) for item in node]
+        return node
+
+    return resolve(schema)

@@ -1,5 +1,6 @@
-"""Who may call the REST API: CORS, API keys and a rate limit, each optional, installed by
-``create_app`` with one call to ``install_security(app, settings)``."""
+"""Who may call the REST API, and how much they may send: CORS, API keys and a rate limit, each
+optional, and the request body size limit, installed by ``create_app`` with one call to
+``install_security(app, settings)``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from fastapi import FastAPI
 from starlette.middleware import Middleware
 
 from ragloop.orchestrator.auth import ApiKeyMiddleware, ApiKeys, is_public, public_paths
+from ragloop.orchestrator.body_limit import BodyLimit, BodyLimitMiddleware
 from ragloop.orchestrator.cors import cors_middleware
 from ragloop.orchestrator.ratelimit import RateLimiter, RateLimitMiddleware
 from ragloop.orchestrator.settings import OrchestratorSettings
@@ -31,6 +33,8 @@ def install_security(app: FastAPI, settings: OrchestratorSettings) -> None:
     if rate_limited:
         limiter = RateLimiter(settings.rate_limit_per_minute, settings.rate_limit_burst)
         layers.append(Middleware(RateLimitMiddleware, limiter=limiter, public=public))
+    # Innermost of these: a body is refused only once the caller is known and within its limit.
+    layers.append(Middleware(BodyLimitMiddleware, limit=BodyLimit.from_settings(settings)))
     if keys or rate_limited:
         document_refusals(app, public, bearer=keys is not None, rate_limited=rate_limited)
     # Innermost (add_middleware would make them outermost): the request-id and metrics

@@ -2,11 +2,11 @@ from __future__ import annotations
 
 from pydantic import Field, SecretStr, field_validator
 
-from ragloop.core.settings import CommonSettings
+from ragloop.orchestrator.reliability_settings import ReliabilitySettings
 from ragloop.orchestrator.thresholds import check_schedule
 
 
-class OrchestratorSettings(CommonSettings):
+class OrchestratorSettings(ReliabilitySettings):  # retries, breaker, admission, stage TLS
     http_port: int = Field(8000, ge=0, le=65535, description="REST API port of the orchestrator.")
     orchestrator_grpc_port: int = Field(
         50050,
@@ -104,6 +104,12 @@ class OrchestratorSettings(CommonSettings):
     max_ingest_documents: int = Field(100, ge=1, description="Most documents per ingest request.")
     max_document_chars: int = Field(
         2_000_000, ge=1, description="Longest document text of a JSON ingest request."
+    )
+    max_request_bytes: int = Field(
+        32 * 1024 * 1024,
+        ge=1024,
+        description="Largest request body that is not a file upload (JSON queries and documents); "
+        "a larger one gets HTTP 413 before it is read.",
     )
     max_upload_bytes: int = Field(
         50 * 1024 * 1024,

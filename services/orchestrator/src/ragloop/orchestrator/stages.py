@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 
 import grpc
 
+from ragloop.core.grpc.tls import client_tls
 from ragloop.core.stages import Generator, Grader, Ingestor, Retriever, Rewriter
+from ragloop.orchestrator.breaker import CircuitBreaker
 from ragloop.orchestrator.clients import (
     RemoteGenerator,
     RemoteGrader,
@@ -42,19 +44,36 @@ class StageSet:
 
 
 def remote_stages(settings: OrchestratorSettings) -> StageSet:
+    """gRPC clients of the four stages, each with its own channel and circuit breaker."""
     timeout = settings.stage_timeout_s
+    tls = client_tls(settings.stage_tls_ca_file, settings.stage_tls_server_name)
+    retry = settings.stage_retry_policy()
 
     def channel(address: str) -> grpc.aio.Channel:
-        return open_channel(address, connect_timeout_s=settings.stage_connect_timeout_s)
+        return open_channel(address, connect_timeout_s=settings.stage_connect_timeout_s, tls=tls)
+
+    def breaker() -> CircuitBreaker | None:
+        if settings.stage_circuit_failures == 0:
+            return None
+        return CircuitBreaker(settings.stage_circuit_failures, settings.stage_circuit_cooldown_s)
 
     retriever = RemoteRetriever(
         channel(settings.retriever_address),
         timeout_s=timeout,
         ingest_timeout_s=settings.ingest_timeout_s,
+        retry=retry,
+        breaker=breaker(),
     )
-    grader = RemoteGrader(channel(settings.grader_address), timeout_s=timeout)
-    rewriter = RemoteRewriter(channel(settings.rewriter_address), timeout_s=timeout)
-    generator = RemoteGenerator(channel(settings.generator_address), timeout_s=timeout)
+    # Only safe calls are retried (see clients.py): of these three, their health checks.
+    grader = RemoteGrader(
+        channel(settings.grader_address), timeout_s=timeout, retry=retry, breaker=breaker()
+    )
+    rewriter = RemoteRewriter(
+        channel(settings.rewriter_address), timeout_s=timeout, retry=retry, breaker=breaker()
+    )
+    generator = RemoteGenerator(
+        channel(settings.generator_address), timeout_s=timeout, retry=retry, breaker=breaker()
+    )
     remotes = [retriever, grader, rewriter, generator]
     return StageSet(
         retriever=retriever,

@@ -130,12 +130,19 @@ class BatchWriter:
         await self._wait_for_write()
 
     async def abort(self) -> None:
-        """After a failure: let a write under way end, then delete every open source."""
+        """After a failure: let a write under way end, then delete every open source. When that
+        fails too (Milvus is down), the failure being handled, which names the sources, stays
+        the error; re-ingesting a source replaces whatever chunks of it were left."""
         with contextlib.suppress(BaseException):  # the failure being handled is on its way
             await self._wait_for_write()
         if self._open:
             sources = list(self._open)
             self._open.clear()
-            await self._remove(sources)
             extra = {**self._log_extra, "sources": sources}
+            try:
+                await self._remove(sources)
+            except RagloopError as exc:
+                extra["error"] = str(exc)
+                log.warning("partly written sources not removed", extra=extra)
+                return
             log.warning("partly written sources removed", extra=extra)

@@ -27,7 +27,7 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
             similarity_threshold=request.similarity_threshold,
             collection=request.collection,
             mode=convert.mode_from_proto(request.mode),
-            filters=convert.dict_from_struct(request.filters),
+            filters=convert.dict_from_struct(request.filters, "filters"),
             tenant=request.tenant,
         )
         return convert.retrieval_to_proto(result)
@@ -49,10 +49,14 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
         context: grpc.aio.ServicerContext,
     ) -> retriever_pb2.IngestDocumentStreamResponse:
         reader = StreamReader(request_iterator)
-        header = await reader.header()
-        result = await self._stage.ingest_stream(
-            reader.documents(), collection=header.collection, tenant=header.tenant
-        )
+        try:
+            header = await reader.header()
+            result = await self._stage.ingest_stream(
+                reader.documents(), collection=header.collection, tenant=header.tenant
+            )
+        except Exception:
+            await _read_to_the_end(request_iterator)
+            raise
         return convert.ingest_result_to_proto(result, retriever_pb2.IngestDocumentStreamResponse)
 
     @maps_errors
@@ -94,3 +98,12 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServiceServicer):
     ) -> retriever_pb2.DropCollectionResponse:
         await self._stage.drop_collection(request.collection)
         return retriever_pb2.DropCollectionResponse()
+
+
+async def _read_to_the_end(requests: AsyncIterator[object]) -> None:
+    """Read what the client still sends before refusing its stream. grpcio's asyncio client,
+    when still writing as the call ends, reports INTERNAL "Internal error from Core" instead of
+    the call's status (grpc/grpc#36066): an INVALID_ARGUMENT for a bad document became a 503
+    at the orchestrator. The client's deadline still bounds this."""
+    async for _ in requests:
+        pass

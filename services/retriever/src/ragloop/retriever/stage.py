@@ -88,6 +88,9 @@ class MilvusRetriever:
         try:
             return await loop.run_in_executor(self._milvus_thread, lambda: fn(*args, **kwargs))
         except MilvusException as exc:
+            # Milvus may have restarted and released its collections: check and load them again
+            # on the next call instead of failing every read until this process restarts.
+            self._store.forget_layouts()
             raise DependencyUnavailable(f"Milvus call failed: {exc.message}") from exc
 
     async def _embed(self, texts: list[str]) -> list[list[float]]:

@@ -41,8 +41,16 @@ def struct_from_dict(data: dict[str, Any]) -> struct_pb2.Struct:
     return message
 
 
-def dict_from_struct(message: struct_pb2.Struct) -> dict[str, Any]:
-    return json_format.MessageToDict(message)
+def dict_from_struct(message: struct_pb2.Struct, field: str = "metadata") -> dict[str, Any]:
+    """The Struct as JSON data; InvalidInput naming ``field`` when it holds a number JSON
+    cannot (a Struct may carry NaN and infinities: a caller's mistake, not a server fault)."""
+    try:
+        return json_format.MessageToDict(message)
+    except ValueError:
+        raise InvalidInput(
+            f"{field} holds a number that is not finite (NaN or an infinity), which JSON cannot "
+            "carry: use finite numbers"
+        ) from None
 
 
 def document_to_proto(doc: Document) -> common_pb2.Document:

@@ -1,5 +1,5 @@
 """Async gRPC server bootstrap: health (grpc.health.v1), reflection, Prometheus metrics,
-graceful SIGTERM shutdown."""
+optional TLS, graceful SIGTERM shutdown."""
 
 from __future__ import annotations
 
@@ -18,9 +18,11 @@ from grpc_reflection.v1alpha import reflection
 from ragloop.core.grpc.request_id import RequestIdInterceptor
 from ragloop.core.grpc.rpc_metrics import SERVER
 from ragloop.core.grpc.server_metrics import ServerMetricsInterceptor
+from ragloop.core.grpc.tls import server_credentials
+from ragloop.core.grpc.undecodable import UndecodableRequestInterceptor
 from ragloop.core.logging import configure_logging
 from ragloop.core.metrics.exporter import serve_metrics
-from ragloop.core.settings import CommonSettings
+from ragloop.core.settings import ModelProviderSettings
 
 log = logging.getLogger(__name__)
 
@@ -71,10 +73,24 @@ class RunningServer:
 MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 
 
-async def start_server(spec: ServiceSpec, *, host: str, port: int) -> RunningServer:
-    """Start serving ``spec`` on host:port (port 0 picks a free one) and mark it SERVING."""
+async def start_server(
+    spec: ServiceSpec,
+    *,
+    host: str,
+    port: int,
+    credentials: grpc.ServerCredentials | None = None,
+    interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+) -> RunningServer:
+    """Start serving ``spec`` on host:port (port 0 picks a free one) and mark it SERVING: over
+    TLS with ``credentials`` (only TLS then), else plaintext. ``interceptors`` run inside the
+    request-id and metrics interceptors, so what they refuse is logged and counted."""
     server = grpc.aio.server(
-        interceptors=[RequestIdInterceptor(), ServerMetricsInterceptor()],
+        interceptors=[
+            RequestIdInterceptor(),
+            ServerMetricsInterceptor(),
+            UndecodableRequestInterceptor(),
+            *interceptors,
+        ],
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -92,19 +108,34 @@ async def start_server(spec: ServiceSpec, *, host: str, port: int) -> RunningSer
     served = [*spec.service_names, health.SERVICE_NAME, reflection.SERVICE_NAME]
     reflection.enable_server_reflection(served, server)
     SERVER.init_series(served)
-    bound = server.add_insecure_port(f"{host}:{port}")
+    address = f"{host}:{port}"
+    if credentials is None:
+        bound = server.add_insecure_port(address)
+    else:
+        bound = server.add_secure_port(address, credentials)
     if bound == 0:
-        raise OSError(f"{spec.name}: cannot listen on {host}:{port}")
+        raise OSError(f"{spec.name}: cannot listen on {address}")
     await server.start()
     for name in ["", *spec.service_names]:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    log.info("%s listening", spec.name, extra={"address": f"{host}:{bound}"})
+    log.info(
+        "%s listening",
+        spec.name,
+        extra={"address": f"{host}:{bound}", "tls": credentials is not None},
+    )
     return RunningServer(server, bound, health_servicer, spec)
 
 
-async def serve_until_signalled(spec: ServiceSpec, *, host: str, port: int, grace: float) -> None:
+async def serve_until_signalled(
+    spec: ServiceSpec,
+    *,
+    host: str,
+    port: int,
+    grace: float,
+    credentials: grpc.ServerCredentials | None = None,
+) -> None:
     """Run until SIGTERM or SIGINT, then stop accepting calls and let in-flight ones finish."""
-    running = await start_server(spec, host=host, port=port)
+    running = await start_server(spec, host=host, port=port, credentials=credentials)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -115,17 +146,23 @@ async def serve_until_signalled(spec: ServiceSpec, *, host: str, port: int, grac
 
 
 def run_service(
-    build: Callable[[], ServiceSpec], *, service: str, settings: CommonSettings, port: int
+    build: Callable[[], ServiceSpec], *, service: str, settings: ModelProviderSettings, port: int
 ) -> None:
     """Entry point body shared by every stage: logging, the /metrics endpoint, then serve
-    until signalled."""
+    (over TLS when the settings name a certificate) until signalled."""
     configure_logging(service, settings.log_level, json_format=settings.log_json)
+    # Read before anything starts: unusable TLS files stop the stage with a message naming them.
+    credentials = server_credentials(settings.grpc_tls_cert_file, settings.grpc_tls_key_file)
     metrics = serve_metrics(service, host=settings.bind_host, setting=settings.metrics_port)
 
     async def main() -> None:
         spec = build()  # inside the event loop: aio objects bind to it
         await serve_until_signalled(
-            spec, host=settings.bind_host, port=port, grace=settings.shutdown_grace_s
+            spec,
+            host=settings.bind_host,
+            port=port,
+            grace=settings.shutdown_grace_s,
+            credentials=credentials,
         )
 
     try:

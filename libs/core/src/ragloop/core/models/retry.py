@@ -12,10 +12,18 @@ import asyncio
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
-from dataclasses import dataclass
 from typing import TypeVar
 
 import httpx
+
+from ragloop.core.backoff import NO_RETRIES, RetryPolicy
+
+__all__ = [
+    "NO_RETRIES",
+    "RetryPolicy",
+    "retry_on_connection_errors",
+    "retry_stream_on_connection_errors",
+]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -27,20 +35,6 @@ CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
     httpx.ConnectTimeout,
     ConnectionError,
 )
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    retries: int = 2  # extra attempts after the first one
-    backoff_s: float = 0.5  # wait before the first retry; doubled for every further one
-    max_backoff_s: float = 8.0  # cap of one wait
-
-    def delay(self, retry: int) -> float:
-        """Seconds to wait before retry number ``retry`` (0-based)."""
-        return min(self.max_backoff_s, self.backoff_s * 2**retry)
-
-
-NO_RETRIES = RetryPolicy(retries=0)
 
 
 async def retry_on_connection_errors(

@@ -1,0 +1,59 @@
+"""Tenant binding: an API key bound to a tenant (``KEY tenant=NAME``, see ``auth.py``) acts in
+that tenant only. A request naming no tenant acts in the key's tenant; a request naming another
+tenant is refused (HTTP 403, gRPC PERMISSION_DENIED) rather than quietly narrowed, so a client
+learns of its mistake. Keys bound to no tenant, and requests without keys, choose freely."""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from fastapi import Request
+from pydantic import BaseModel
+
+from ragloop.orchestrator.auth import BOUND_TENANT
+
+Body = TypeVar("Body", bound=BaseModel)
+
+
+class TenantRefused(Exception):
+    """The caller's key may not act in the tenant it asked for; the message says why."""
+
+
+def tenant_for(bound: str | None, requested: str | None) -> str | None:
+    """The tenant a request acts in. ``requested`` None or "" means none was named (the default
+    tenant for an unbound caller)."""
+    if bound is None or requested in (None, "", bound):
+        return bound if bound is not None else requested
+    raise TenantRefused(
+        f"this API key is bound to tenant {bound!r}: it cannot act in tenant {requested!r} "
+        "(omit `tenant` to use the key's own)"
+    )
+
+
+def bound_tenant(request: Request) -> str | None:
+    """The tenant the request's API key is bound to; None for unbound keys and without keys."""
+    return getattr(request.state, BOUND_TENANT, None)
+
+
+def scoped_to(body: Body, bound: str | None) -> Body:
+    """``body`` (a model with a ``tenant`` field) acting in the tenant a caller whose key is
+    bound to ``bound`` may use."""
+    if bound is None:
+        return body
+    requested = body.tenant  # type: ignore[attr-defined]
+    return body.model_copy(update={"tenant": tenant_for(bound, requested)})
+
+
+def in_callers_tenant(body: Body, request: Request) -> Body:
+    """``body`` acting in the tenant the REST caller may use."""
+    return scoped_to(body, bound_tenant(request))
+
+
+def refuse_if_bound(request: Request, action: str) -> None:
+    """Refuse ``action`` (which touches every tenant's chunks) to a key bound to a tenant."""
+    bound = bound_tenant(request)
+    if bound is not None:
+        raise TenantRefused(
+            f"this API key is bound to tenant {bound!r}: it cannot {action}, which touches "
+            "every tenant's chunks"
+        )
