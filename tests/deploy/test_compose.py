@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from ragloop.core.metrics.exporter import DEFAULT_METRICS_PORTS
+from tests.apt import apt_install
 from tests.deploy.compose_helpers import (
     Compose,
-    apt_install,
     initialized_env,
     raw_compose,
 )

@@ -3,7 +3,6 @@ a scrape configuration derived from deploy/prometheus/prometheus.yml."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import time
@@ -19,9 +18,8 @@ import yaml
 
 from ragloop.local.processes import ChildProcess
 from ragloop.local.readiness import http_ok
+from tests.apt import apt_install
 from tests.observability.expressions import ALERT_RULES, PROMETHEUS_CONFIG
-
-APT_TIMEOUT_S = 600
 
 
 @dataclass(frozen=True)
@@ -39,39 +37,11 @@ def ensure_prometheus() -> PrometheusTools:
     """`prometheus` and `promtool`, installing Debian's package when they are missing; skips
     (saying why) only when no installation is possible."""
     if not (shutil.which("prometheus") and shutil.which("promtool")):
-        _apt_install_prometheus()
+        apt_install("prometheus", "prometheus")
     prometheus, promtool = shutil.which("prometheus"), shutil.which("promtool")
     if not (prometheus and promtool):
         pytest.fail("Debian's prometheus package installed no prometheus/promtool on PATH")
     return PrometheusTools(prometheus, promtool)
-
-
-def _apt_install_prometheus() -> None:
-    if shutil.which("apt-get") is None:
-        pytest.skip("prometheus is not installed and there is no apt-get to install it")
-    prefix: list[str] = []
-    if os.geteuid() != 0:
-        if shutil.which("sudo") is None:
-            pytest.skip("prometheus is not installed; installing it needs root or sudo")
-        prefix = ["sudo", "-n"]
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-
-    def apt_get(*args: str) -> subprocess.CompletedProcess:
-        command = [*prefix, "apt-get", *args]
-        try:
-            return subprocess.run(
-                command, capture_output=True, text=True, timeout=APT_TIMEOUT_S, env=env
-            )
-        except subprocess.TimeoutExpired:
-            pytest.skip(f"`{' '.join(command)}` did not finish in {APT_TIMEOUT_S} s")
-
-    install = ("install", "-y", "--no-install-recommends", "prometheus")
-    if apt_get(*install).returncode == 0:
-        return
-    apt_get("update")  # the package lists may be missing or stale
-    result = apt_get(*install)
-    if result.returncode != 0:
-        pytest.skip(f"cannot install Debian's prometheus package:\n{result.stderr[-2000:]}")
 
 
 def scrape_config_for(targets: dict[str, str], *, scrape_interval: str = "1s") -> dict[str, Any]:
