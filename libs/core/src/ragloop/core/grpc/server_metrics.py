@@ -11,16 +11,8 @@ from typing import Any
 
 import grpc
 
+from ragloop.core.grpc.handlers import Behavior, rewrapped
 from ragloop.core.grpc.rpc_metrics import SERVER, RpcLabels, rpc_type
-
-Behavior = Callable[..., Any]
-
-_HANDLER_FACTORIES: dict[tuple[bool, bool], tuple[str, Callable[..., grpc.RpcMethodHandler]]] = {
-    (False, False): ("unary_unary", grpc.unary_unary_rpc_method_handler),
-    (False, True): ("unary_stream", grpc.unary_stream_rpc_method_handler),
-    (True, False): ("stream_unary", grpc.stream_unary_rpc_method_handler),
-    (True, True): ("stream_stream", grpc.stream_stream_rpc_method_handler),
-}
 
 
 class ServerMetricsInterceptor(grpc.aio.ServerInterceptor):
@@ -34,17 +26,14 @@ class ServerMetricsInterceptor(grpc.aio.ServerInterceptor):
             # An unknown method (gRPC answers UNIMPLEMENTED): not recorded, so a caller's
             # made-up method names never become label values.
             return None
-        streaming = (handler.request_streaming, handler.response_streaming)
-        field, factory = _HANDLER_FACTORIES[streaming]
         labels = RpcLabels.of(
             handler_call_details.method,
-            rpc_type(client_streaming=streaming[0], server_streaming=streaming[1]),
+            rpc_type(
+                client_streaming=handler.request_streaming,
+                server_streaming=handler.response_streaming,
+            ),
         )
-        return factory(
-            _observed(getattr(handler, field), labels),
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+        return rewrapped(handler, lambda behavior: _observed(behavior, labels))
 
 
 def _observed(behavior: Behavior, labels: RpcLabels) -> Behavior:

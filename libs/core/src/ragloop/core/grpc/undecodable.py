@@ -13,9 +13,8 @@ from typing import Any
 import grpc
 from google.protobuf.message import DecodeError
 
-from ragloop.core.grpc.server_metrics import _HANDLER_FACTORIES
+from ragloop.core.grpc.handlers import Behavior, rewrapped
 
-Behavior = Callable[..., Any]
 Deserializer = Callable[[bytes], Any]
 
 
@@ -50,13 +49,9 @@ class UndecodableRequestInterceptor(grpc.aio.ServerInterceptor):
         handler = await continuation(handler_call_details)
         if handler is None or handler.request_deserializer is None:
             return handler
-        streaming = (handler.request_streaming, handler.response_streaming)
-        field, factory = _HANDLER_FACTORIES[streaming]
-        behavior = getattr(handler, field)
-        return factory(
-            _streamed_requests_checked(behavior) if streaming[0] else _request_checked(behavior),
-            request_deserializer=tolerant(handler.request_deserializer),
-            response_serializer=handler.response_serializer,
+        checked = _streamed_requests_checked if handler.request_streaming else _request_checked
+        return rewrapped(
+            handler, checked, request_deserializer=tolerant(handler.request_deserializer)
         )
 
 
