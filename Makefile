@@ -19,7 +19,7 @@ PYTEST_ARGS ?=
 
 .PHONY: help install models run run-no-ingest test test-unit test-service test-integration test-observability test-browser \
         bench bench-retrieval bench-models protos check settings-docs lint format clean \
-        up down test-deploy bench-reliability
+        up down test-deploy bench-reliability bench-compare
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -74,7 +74,7 @@ up:  ## the production topology on this host with Docker (deploy/docker-compose.
 down:  ## stop the compose stack (the data stays in its volumes)
 	cd deploy && docker compose down
 
-bench: bench-retrieval bench-models  ## every benchmark; results in bench/results/ and the README
+bench: bench-retrieval bench-models bench-reliability bench-compare  ## every benchmark; results in bench/results/ and the README
 
 bench-retrieval: $(STAMP)  ## SciFact nDCG/recall per mode, ingest throughput, search latency (writes bench/results/)
 	$(PY) -m bench.retrieval $(BENCH_ARGS)
@@ -88,6 +88,13 @@ bench-models: models  ## grader F1 (SciFact, 1.5B and 0.5B), grading cost, PubMe
 	$(UV) sync --frozen --all-packages --group bench
 	$(PY) -m ragloop.local.cli install-models --model qwen2.5-coder-0.5b-instruct
 	$(PY) -m bench.models $(BENCH_ARGS)
+
+# Its own variable: `make bench` runs every benchmark, whose options differ.
+COMPARE_ARGS ?=
+
+bench-compare: models  ## ragloop vs a LangGraph corrective RAG: latency, tokens, evidence, throughput (writes bench/results/compare.json)
+	$(UV) sync --frozen --all-packages --group bench
+	$(PY) -m bench.compare $(COMPARE_ARGS)
 
 protos: $(STAMP)  ## regenerate ragloop.v1 stubs from protos/
 	$(PY) -m ragloop.core.protogen libs/core/src

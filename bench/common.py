@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -19,7 +20,17 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 
 def machine() -> str:
     cpu = f"{os.cpu_count()} cores, {platform.machine()}"
-    return f"{cpu}, {platform.system()}, Python {platform.python_version()}"
+    return f"{cpu}{_memory()}, {platform.system()}, Python {platform.python_version()}"
+
+
+def _memory() -> str:
+    """The RAM part of the description (", 24 GiB RAM"), empty without /proc/meminfo."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            kib = int(meminfo.readline().split()[1])  # MemTotal is the first line
+    except (OSError, ValueError, IndexError):
+        return ""
+    return f", {round(kib / 2**20)} GiB RAM"
 
 
 def cache_dir() -> Path:
@@ -51,3 +62,33 @@ def read_results(path: Path) -> dict[str, Any]:
 def write_results(path: Path, results: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+
+
+def add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the SciFact and PubMedQA data are (``../shared/data`` on development machines)."""
+    parser.add_argument("--scifact", default=str(SHARED_DATA / "scifact"), help="BEIR folder")
+    parser.add_argument(
+        "--pubmedqa", default=str(SHARED_DATA / "pubmedqa" / "ori_pqal.json"), help="PQA-L file"
+    )
+
+
+def add_sampling_arguments(parser: argparse.ArgumentParser, parts: Sequence[str]) -> None:
+    """``--seed``, ``--parts`` (a subset of ``parts``) and ``--corpus-limit`` (smoke runs)."""
+    parser.add_argument("--seed", type=int, default=13, help="of every sample")
+    parser.add_argument(
+        "--parts",
+        type=lambda s: [p for p in s.split(",") if p],
+        default=list(parts),
+        help=f"comma-separated subset of {','.join(parts)} (default: all)",
+    )
+    parser.add_argument(
+        "--corpus-limit", type=int, default=0, help="smoke runs: index fewer abstracts"
+    )
+
+
+def check_parts(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, parts: Sequence[str]
+) -> None:
+    unknown = set(args.parts) - set(parts)
+    if unknown:
+        parser.error(f"unknown parts {sorted(unknown)}; choose from {', '.join(parts)}")

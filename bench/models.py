@@ -33,8 +33,10 @@ from typing import Any
 from bench import report
 from bench.common import (
     RESULTS_DIR,
-    SHARED_DATA,
+    add_data_arguments,
+    add_sampling_arguments,
     cache_dir,
+    check_parts,
     machine,
     read_results,
     seeded_prefix,
@@ -227,10 +229,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--scifact", default=str(SHARED_DATA / "scifact"), help="BEIR folder")
-    parser.add_argument(
-        "--pubmedqa", default=str(SHARED_DATA / "pubmedqa" / "ori_pqal.json"), help="PQA-L file"
-    )
+    add_data_arguments(parser)
     parser.add_argument("--pairs", type=int, default=200, help="SciFact grader pairs (balanced)")
     parser.add_argument("--queries", type=int, default=50, help="SciFact queries for the cost")
     parser.add_argument("--questions", type=int, default=100, help="PubMedQA questions")
@@ -240,21 +239,10 @@ def main() -> None:
         default=40,
         help="start no PubMedQA question after this long; 0: answer them all (default: 40)",
     )
-    parser.add_argument("--seed", type=int, default=13, help="of every sample")
-    parser.add_argument(
-        "--parts",
-        type=lambda s: [p for p in s.split(",") if p],
-        default=list(PARTS),
-        help=f"comma-separated subset of {','.join(PARTS)} (default: all)",
-    )
-    parser.add_argument(
-        "--corpus-limit", type=int, default=0, help="smoke runs: index fewer SciFact abstracts"
-    )
+    add_sampling_arguments(parser, PARTS)
     parser.add_argument("--output", default=str(RESULTS_DIR / "models.json"))
     args = parser.parse_args()
-    unknown = set(args.parts) - set(PARTS)
-    if unknown:
-        parser.error(f"unknown parts {sorted(unknown)}; choose from {', '.join(PARTS)}")
+    check_parts(parser, args, PARTS)
     # `kill` stops the run like Ctrl-C: the running llama-server is stopped on the way out.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]  # read while running

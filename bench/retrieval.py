@@ -101,6 +101,7 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
         )
         results["ingest_ratio_to_embedding"] = round(ingest["ratio"], 3)
         results["ingest_chunks_per_s"] = round(ingest["ingest_chunks_per_s"], 1)
+        results["embed_chunks_per_s"] = round(ingest["embed_chunks_per_s"], 1)
 
         if not args.skip_scifact:
             results |= await scifact_quality(settings, data)

@@ -6,7 +6,6 @@ the generator is the only model call."""
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -17,9 +16,7 @@ import pytest
 
 from ragloop.generator.__main__ import build_spec
 from ragloop.generator.settings import GeneratorSettings
-from ragloop.local.model_server import model_server_command
-from ragloop.local.processes import ChildProcess, free_port
-from ragloop.local.readiness import http_ok
+from ragloop.local.model_server import ServedModel, serving_model
 from tests.reliability.tally import Tally
 from tests.service.loop_stack_helpers import (
     grader_spec,
@@ -40,30 +37,16 @@ PROCESSING = re.compile(r"^llamacpp:requests_processing\s+([0-9.]+)", re.M)
 
 
 @pytest.fixture
-def model_server(model_path: Path, tmp_path: Path) -> Iterator[ChildProcess]:
+def model_server(model_path: Path, tmp_path: Path) -> Iterator[ServedModel]:
     """A llama-server of this test's own (the session's shared one must not be killed)."""
-    port = free_port()
-    command = model_server_command(
-        model_path, host="127.0.0.1", port=port, threads=os.cpu_count() or 2, context=4096
-    )
-    child = ChildProcess("model-server", command, tmp_path / "model-server.log")
-    child.start()
-    try:
-        child.wait_until(lambda: http_ok(f"{url_of(child)}/health"), timeout_s=180)
-        yield child
-    finally:
-        child.signal_stop()
-        child.wait_stopped(10)
+    with serving_model(model_path, tmp_path / "model-server.log", context=4096) as served:
+        yield served
 
 
-def url_of(server: ChildProcess) -> str:
-    return f"http://127.0.0.1:{server.command[server.command.index('--port') + 1]}"
-
-
-def generating(server: ChildProcess) -> bool:
+def generating(server: ServedModel) -> bool:
     """Whether llama-server is working on a request now (its Prometheus metrics say)."""
     try:
-        metrics = httpx.get(f"{url_of(server)}/metrics", timeout=5).text
+        metrics = httpx.get(f"{server.url}/metrics", timeout=5).text
     except httpx.HTTPError:
         return False
     match = PROCESSING.search(metrics)
@@ -71,8 +54,8 @@ def generating(server: ChildProcess) -> bool:
 
 
 @pytest.fixture
-async def api(model_server: ChildProcess) -> AsyncIterator[httpx.AsyncClient]:
-    settings = GeneratorSettings(llamacpp_url=url_of(model_server), model_retries=0)
+async def api(model_server: ServedModel) -> AsyncIterator[httpx.AsyncClient]:
+    settings = GeneratorSettings(llamacpp_url=model_server.url, model_retries=0)
     stages = {
         "retriever": retriever_spec(ScriptedRetriever({QUESTION: [PASSAGE]})),
         "grader": grader_spec(DictGrader({"cats": (True, 0.9)})),
@@ -93,14 +76,14 @@ def assert_names_the_generator(error: dict[str, object]) -> None:
 
 
 async def test_the_model_server_dying_mid_answer_ends_the_stream_with_an_error(
-    model_server: ChildProcess, api: httpx.AsyncClient, tally: Tally
+    model_server: ServedModel, api: httpx.AsyncClient, tally: Tally
 ) -> None:
     body = {"query": QUESTION, "time_budget_s": BUDGET_S}
     async with api.stream("POST", "/v1/query/stream", json=body) as response:
         chunks = response.aiter_text()
         before = await read_until(chunks, lambda event: event.name == "token")
         assert before[-1].name == "token", "the answer never started"
-        model_server.kill()  # mid-answer: a token was sent, more were coming
+        model_server.process.kill()  # mid-answer: a token was sent, more were coming
         after = await read_until(chunks, lambda event: event.name in ("done", "error"))
     tally.fault_checks += 1
 
@@ -110,7 +93,7 @@ async def test_the_model_server_dying_mid_answer_ends_the_stream_with_an_error(
 
 
 async def test_the_model_server_dying_mid_answer_fails_the_query_with_503(
-    model_server: ChildProcess, api: httpx.AsyncClient, tally: Tally
+    model_server: ServedModel, api: httpx.AsyncClient, tally: Tally
 ) -> None:
     body = {"query": QUESTION, "time_budget_s": BUDGET_S}
     answer = asyncio.create_task(api.post("/v1/query", json=body))
@@ -119,7 +102,7 @@ async def test_the_model_server_dying_mid_answer_fails_the_query_with_503(
         assert not answer.done(), f"answered before the model server was killed: {answer}"
         assert time.monotonic() < deadline, "the generator's call never reached the model"
         await asyncio.sleep(0.2)
-    model_server.kill()
+    model_server.process.kill()
     response = await answer
     tally.fault_checks += 1
 

@@ -4,14 +4,12 @@ ways of reaching Milvus."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ragloop.local.processes import ChildProcess, free_port
-from ragloop.local.readiness import accepts_connections
+from ragloop.local.milvus_lite_server import serving_milvus_lite
 from tests.service.milvus_servers import drop_all_collections, milvus_235_server, milvus_235_uri
 
 __all__ = ["milvus_235_server", "milvus_235_uri"]  # fixtures of a Milvus 2.3.5 server
@@ -20,31 +18,9 @@ __all__ = ["milvus_235_server", "milvus_235_uri"]  # fixtures of a Milvus 2.3.5 
 @pytest.fixture(scope="session")
 def milvus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``milvus-lite server`` on a loopback port for the session; its http URI."""
-    port = free_port()
     data = tmp_path_factory.mktemp("milvus-server")
-    child = ChildProcess(
-        "milvus-lite-server",
-        [
-            sys.executable,
-            "-m",
-            "milvus_lite",
-            "server",
-            "--data-dir",
-            str(data / "db"),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
-        data / "server.log",
-    )
-    child.start()
-    try:
-        child.wait_until(lambda: accepts_connections("127.0.0.1", port), timeout_s=30)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        child.signal_stop()
-        child.wait_stopped(10)
+    with serving_milvus_lite(data / "db", data / "server.log", timeout_s=30) as uri:
+        yield uri
 
 
 @pytest.fixture(params=["lite", "server"])

@@ -96,3 +96,32 @@ async def test_module_runs_as_the_container_command(server: RunningServer) -> No
     out, err = await asyncio.wait_for(process.communicate(), PROCESS_TIMEOUT_S)
     assert process.returncode == healthcheck.HEALTHY, err.decode()
     assert out.decode().strip() == f"127.0.0.1:{server.port} {SERVICE}: SERVING"
+
+
+async def test_warm_up_runs_before_serving_and_a_failed_one_does_not_stop_the_server(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Start-up hooks (the retriever loads its embedding model) run before the health status
+    turns SERVING; one that fails is logged and the service serves anyway, cold."""
+    port = free_port()
+    health_during_warm_up: list[int] = []
+
+    async def probe() -> None:
+        health_during_warm_up.append(await run_check("--address", f"127.0.0.1:{port}"))
+
+    async def fail() -> None:
+        raise RuntimeError("embedding model missing")
+
+    spec = ServiceSpec(
+        name="probe",
+        register=lambda server: None,
+        service_names=[SERVICE],
+        on_startup=[probe, fail],
+    )
+    running = await start_server(spec, host="127.0.0.1", port=port)
+    try:
+        assert health_during_warm_up == [healthcheck.UNHEALTHY]  # bound, not yet SERVING
+        assert await run_check("--address", f"127.0.0.1:{port}") == healthcheck.HEALTHY
+        assert "probe warm-up failed: embedding model missing" in caplog.text
+    finally:
+        await running.stop(grace=1)

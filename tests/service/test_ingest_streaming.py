@@ -171,7 +171,8 @@ async def test_small_documents_share_embedding_calls(
     async with retriever_stub(milvus_uri, embedding_batch_size=16) as stub:
         reply = await ingest(stub, *documents)
     assert reply.chunks_written == 40
-    assert recorded["embed"] == [16, 16, 8]  # not 40 calls of one chunk each
+    # One text embedded at start-up (the warm-up), then batches: not 40 calls of one chunk each.
+    assert recorded["embed"] == [1, 16, 16, 8]
     assert recorded["upsert"] == [40]
 
 

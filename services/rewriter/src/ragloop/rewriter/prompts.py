@@ -7,16 +7,26 @@ from typing import Any
 from ragloop.core.domain import GradedDocument, RewriteAttempt
 from ragloop.core.models import ChatMessage
 
-PROMPT_VERSION = "rewrite-v1"
+PROMPT_VERSION = "rewrite-v2"
 EXCERPT_CHARS = 200
 MAX_FAILED_SHOWN = 5
+# Completion tokens are what a small local model is slowest at: a rewrite with a 200-character
+# reason and five keywords took 7-30 s on 2 cores (issue 9's profile). The loop uses only the
+# query; the reason and keywords reach the trace, so they are kept, but short.
+REASON_CHARS = 80
+MAX_KEYWORDS = 3
+KEYWORD_CHARS = 30
 
 REWRITE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "rewritten_query": {"type": "string", "minLength": 3, "maxLength": 300},
-        "reason": {"type": "string", "maxLength": 200},
-        "keywords": {"type": "array", "items": {"type": "string"}, "maxItems": 5},
+        "reason": {"type": "string", "maxLength": REASON_CHARS},
+        "keywords": {
+            "type": "array",
+            "items": {"type": "string", "maxLength": KEYWORD_CHARS},
+            "maxItems": MAX_KEYWORDS,
+        },
     },
     "required": ["rewritten_query", "reason", "keywords"],
     "additionalProperties": False,
@@ -28,7 +38,8 @@ SYSTEM = (
     "likely to find passages that answer it: use different words, synonyms, or the technical "
     "terms such passages would contain. Do not answer the question. Never repeat a query that was "
     "already tried.\n"
-    'Reply with JSON: "rewritten_query", "reason" (one sentence), "keywords" (up to 5 terms).'
+    f'Reply with JSON: "rewritten_query", "reason" (a few words), "keywords" (up to {MAX_KEYWORDS} '
+    "terms)."
 )
 
 

@@ -9,7 +9,12 @@ from ragloop.core.models import ChatMessage, ChatModel
 from ragloop.core.models.structured import complete_structured
 from ragloop.core.text import normalize_query
 from ragloop.core.validation import required_text
-from ragloop.rewriter.prompts import REWRITE_SCHEMA, repeated_query_message, rewrite_messages
+from ragloop.rewriter.prompts import (
+    MAX_KEYWORDS,
+    REWRITE_SCHEMA,
+    repeated_query_message,
+    rewrite_messages,
+)
 
 
 def parse_rewrite(data: dict[str, Any]) -> Rewrite:
@@ -17,7 +22,8 @@ def parse_rewrite(data: dict[str, Any]) -> Rewrite:
     if not query:
         raise ValueError("rewritten_query is empty")
     keywords = [str(k).strip() for k in data.get("keywords", []) if str(k).strip()]
-    return Rewrite(query=query, reason=str(data.get("reason", "")).strip(), keywords=keywords[:5])
+    reason = str(data.get("reason", "")).strip()
+    return Rewrite(query=query, reason=reason, keywords=keywords[:MAX_KEYWORDS])
 
 
 class ModelRewriter:

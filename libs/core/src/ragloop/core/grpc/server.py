@@ -37,6 +37,9 @@ class ServiceSpec:
     register: Registrar
     service_names: Sequence[str]
     on_shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    # Run after the port is bound and before the health status turns SERVING (warm-ups). A hook
+    # that fails is logged and the service serves anyway: its requests then report the cause.
+    on_startup: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     @classmethod
     def for_servicer(
@@ -46,6 +49,7 @@ class ServiceSpec:
         add_to_server: Callable[[Any, grpc.aio.Server], None],
         proto_module: ModuleType,
         on_shutdown: Sequence[Callable[[], Awaitable[None]]] = (),
+        on_startup: Sequence[Callable[[], Awaitable[None]]] = (),
     ) -> ServiceSpec:
         """A spec for one servicer; its service names come from the generated ``*_pb2`` module."""
         return cls(
@@ -53,6 +57,7 @@ class ServiceSpec:
             register=lambda server: add_to_server(servicer, server),
             service_names=[s.full_name for s in proto_module.DESCRIPTOR.services_by_name.values()],
             on_shutdown=list(on_shutdown),
+            on_startup=list(on_startup),
         )
 
 
@@ -115,7 +120,16 @@ async def start_server(
         bound = server.add_secure_port(address, credentials)
     if bound == 0:
         raise OSError(f"{spec.name}: cannot listen on {address}")
+    # grpc's health servicer reports the server ("") SERVING from the start: say NOT_SERVING
+    # until the warm-ups are done, so that readiness probes wait for them.
+    for name in ["", *spec.service_names]:
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
     await server.start()
+    for hook in spec.on_startup:
+        try:
+            await hook()
+        except Exception as exc:  # any failure: serving with a cold stage beats not serving
+            log.warning("%s warm-up failed: %s", spec.name, exc)
     for name in ["", *spec.service_names]:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     log.info(

@@ -1,0 +1,330 @@
+"""`python -m bench.compare`: ragloop side by side with a LangGraph corrective RAG (issue 9).
+
+In one run, on one machine, with one llama-server and one Milvus: ragloop's five processes
+(REST in, gRPC between them), the same loop in-process, and the LangGraph baseline
+(``bench/baseline``) answer the same SciFact claims and PubMedQA questions, one query at a time
+and taking turns. Measured per query: latency and its split by node, model calls and tokens
+(the systems' counts and the llama-server's own), CPU time of each system's processes, and the
+evidence handed to the generator (precision and recall against SciFact's judgments or the
+question's own PubMedQA abstract); the PubMedQA decision; then throughput with 1, 2 and 4
+concurrent clients on claims not used before.
+
+Prints Markdown tables and merges its figures into bench/results/compare.json. The first run
+ingests the corpora (minutes; cached in bench/results/.cache/). Hours in all on two cores: use
+``--queries 3 --questions 2 --clients 1,2 --throughput-queries 2 --corpus-limit 200`` to smoke.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import shlex
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from contextlib import nullcontext
+from datetime import date
+from pathlib import Path
+from typing import Any, TextIO
+
+import httpx
+
+from bench.baseline import BaselineRag, openai_chat
+from bench.common import (
+    RESULTS_DIR,
+    add_data_arguments,
+    add_sampling_arguments,
+    cache_dir,
+    check_parts,
+    machine,
+    read_results,
+    write_results,
+)
+from bench.comparison import profiling, report
+from bench.comparison.cpu import idle_cpu_shares
+from bench.comparison.runs import Meter, QueryRun, System
+from bench.comparison.services import RunningStack, ragloop_stack, shared_milvus
+from bench.comparison.summary import (
+    Throughput,
+    comparison_figures,
+    target_figures,
+    throughput_figures,
+)
+from bench.comparison.systems import LangGraphBaseline, RagloopInProcess, RagloopOverHttp
+from bench.comparison.workload import (
+    PUBMEDQA,
+    SCIFACT,
+    WorkItem,
+    limited_corpus,
+    pubmedqa_items,
+    scifact_items,
+)
+from bench.pubmedqa import choose_questions, load_pubmedqa, loop_policy
+from bench.scifact import load_scifact
+from bench.stages import ModelEndpoint, Tally, model_stages
+from ragloop.core.domain import SourceDocument
+from ragloop.core.settings import ChatModelSettings
+from ragloop.local.models import QWEN_CODER_1_5B
+from ragloop.orchestrator.loop import CorrectiveLoop
+from ragloop.orchestrator.settings import OrchestratorSettings
+from ragloop.retriever.__main__ import build_retriever
+from ragloop.retriever.settings import RetrieverSettings
+
+PARTS = ("scifact", "pubmedqa", "overhead", "throughput")
+WARM_UP_QUESTION = "What do these documents say about study design?"
+IDLE_SECONDS = 10.0  # to measure each process's CPU use while nothing runs
+
+
+def rotated(systems: Sequence[System], turn: int) -> list[System]:
+    """Each query starts with another system, so none always follows the same one (whose last
+    prompt is in the model server's cache)."""
+    start = turn % len(systems)
+    return [*systems[start:], *systems[:start]]
+
+
+async def latency_runs(
+    meter: Meter, systems: Sequence[System], items: list[WorkItem], records: TextIO
+) -> list[QueryRun]:
+    """Every item through every system, one at a time; each run is also written to
+    ``records``, one JSON object a line."""
+    runs: list[QueryRun] = []
+    started = time.perf_counter()
+    for turn, item in enumerate(items):
+        for system in rotated(systems, turn):
+            run = await meter.measure(system, item)
+            runs.append(run)
+            records.write(json.dumps(run.record()) + "\n")
+            records.flush()
+            usage = run.answered.usage if run.answered else None
+            print(
+                f"  {item.dataset} {turn + 1}/{len(items)} {system.name}: {run.seconds:.1f}s, "
+                f"{usage.calls if usage else '-'} calls, {usage.prompt_tokens if usage else '-'} "
+                f"prompt tokens, precision {run.precision}, recall {run.recall:.2f}"
+                + (f", decision {run.decision} (expected {item.decision})" if item.decision else "")
+                + (f", FAILED {run.error}" if run.error else "")
+                + f" [{time.perf_counter() - started:.0f}s so far]",
+                flush=True,
+            )
+    return runs
+
+
+async def throughput(system: System, items: list[WorkItem], clients: int) -> Throughput:
+    """``clients`` workers answer ``items`` between them as fast as they can."""
+    queue: asyncio.Queue[WorkItem] = asyncio.Queue()
+    for item in items:
+        queue.put_nowait(item)
+    completed = failed = 0
+
+    async def worker() -> None:
+        nonlocal completed, failed
+        while not queue.empty():
+            item = queue.get_nowait()
+            try:
+                await system.answer(item)
+                completed += 1
+            except Exception as exc:
+                failed += 1
+                print(f"    {system.name} failed on {item.id}: {exc}", flush=True)
+
+    clock = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(clients)))
+    result = Throughput(system.name, clients, completed, failed, time.perf_counter() - clock)
+    print(f"  throughput {system.name}, {clients} clients: {result.per_minute:.2f}/min", flush=True)
+    return result
+
+
+async def warm_up(systems: Sequence[System], collection: str) -> None:
+    """One untimed query each: model weights paged in, connections open, lazy imports done."""
+    item = WorkItem(collection, "warm-up", WARM_UP_QUESTION, frozenset())
+    for system in systems:
+        try:
+            await system.answer(item)
+        except Exception as exc:
+            print(f"  warm-up of {system.name} failed: {exc}", flush=True)
+
+
+async def throughput_runs(
+    systems: Sequence[System], clients: list[int], levels: list[list[WorkItem]]
+) -> list[Throughput]:
+    """Each system with each number of clients, on that number's own items (none when the
+    throughput part is not run)."""
+    if not levels:
+        return []
+    return [
+        await throughput(system, level, count)
+        for count, level in zip(clients, levels, strict=True)
+        for system in systems
+    ]
+
+
+async def measure(
+    args: argparse.Namespace,
+    milvus_uri: str,
+    stack: RunningStack,
+    items: list[WorkItem],
+    throughput_items: list[list[WorkItem]],
+    records: TextIO,
+) -> dict[str, Any]:
+    every_item = [*items, *(item for level in throughput_items for item in level)]
+    collections = sorted({item.dataset for item in every_item})
+    policies = {name: loop_policy(OrchestratorSettings(), name) for name in collections}
+    retriever = build_retriever(RetrieverSettings(milvus_uri=milvus_uri))
+    tally = Tally()
+    stages = model_stages(ModelEndpoint(stack.model_url, QWEN_CODER_1_5B.name), tally)
+    chat = openai_chat(
+        f"{stack.model_url}/v1", QWEN_CODER_1_5B.name, timeout_s=ChatModelSettings().model_timeout_s
+    )
+    try:
+        async with httpx.AsyncClient() as client:
+            ragloop = RagloopOverHttp(client, stack.base_url, policies, stack.pids)
+            baseline = LangGraphBaseline(
+                {name: BaselineRag(retriever, chat, p) for name, p in policies.items()}
+            )
+            systems: list[System] = [ragloop, baseline]
+            if "overhead" in args.parts:
+                loop = CorrectiveLoop(retriever, stages.grader, stages.rewriter, stages.generator)
+                systems.append(RagloopInProcess(loop, policies))
+            if args.warm_up:
+                await warm_up(systems, collections[0])
+            pids = {**stack.pids, "bench": os.getpid()}
+            idle = await idle_cpu_shares(pids, IDLE_SECONDS)
+            profile_dir = Path(args.profile) if args.profile else None
+            with profiling.profiled(pids, profile_dir) if profile_dir else nullcontext():
+                runs = await latency_runs(Meter(client, stack.model_url), systems, items, records)
+            if profile_dir:
+                print("\nWhere the processes spent CPU (py-spy, self time):")
+                print(profiling.summary(profile_dir))
+            rates = await throughput_runs([ragloop, baseline], args.clients, throughput_items)
+    finally:
+        retriever.close()
+        await stages.aclose()
+        tally.close()
+    idle_figures = {f"idle_cpu_share_{name}": round(share, 4) for name, share in idle.items()}
+    return comparison_figures(runs) | idle_figures | throughput_figures(rates)
+
+
+def workload(
+    args: argparse.Namespace,
+) -> tuple[list[WorkItem], list[list[WorkItem]], dict[str, list[SourceDocument]]]:
+    """The latency items (SciFact then PubMedQA), the throughput items of each client count, and
+    the corpora they search."""
+    parts = set(args.parts)
+    items: list[WorkItem] = []
+    levels: list[list[WorkItem]] = []
+    corpora: dict[str, list[SourceDocument]] = {}
+    if parts & {"scifact", "throughput"}:
+        scifact = load_scifact(Path(args.scifact))
+        judged = {doc for docs in scifact.qrels.values() for doc in docs}
+        corpora[SCIFACT] = limited_corpus(scifact.corpus, args.corpus_limit, judged)
+        if "scifact" in parts:
+            items += scifact_items(scifact, args.queries, args.seed)
+        if "throughput" in parts:
+            per_level = args.throughput_queries
+            spare = scifact_items(
+                scifact, per_level * len(args.clients), args.seed, skip=args.queries
+            )
+            levels = [spare[i * per_level : (i + 1) * per_level] for i in range(len(args.clients))]
+    if "pubmedqa" in parts:
+        corpus, questions = load_pubmedqa(Path(args.pubmedqa))
+        chosen = choose_questions(questions, args.questions, args.seed)
+        corpora[PUBMEDQA] = limited_corpus(corpus, args.corpus_limit, {q.pubid for q in chosen})
+        items += pubmedqa_items(chosen)
+    return items, levels, corpora
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    items, levels, corpora = workload(args)
+    clock = time.perf_counter()
+    with (
+        Path(args.runs_file).open("w") as records,
+        shared_milvus(corpora) as milvus_uri,
+        ragloop_stack(milvus_uri, cache_dir() / "compare-run") as stack,
+    ):
+        print(f"ragloop at {stack.base_url}, llama-server at {stack.model_url}", flush=True)
+        figures = asyncio.run(measure(args, milvus_uri, stack, items, levels, records))
+    figures |= {
+        "date": date.today().isoformat(),
+        "machine": machine(),
+        "model": QWEN_CODER_1_5B.name,
+        "seconds_compare": round(time.perf_counter() - clock, 1),
+        "command": "python -m bench.compare " + shlex.join(sys.argv[1:]),
+        # Settings of every ragloop process and of the baseline's model timeout, when changed.
+        "settings_changed": " ".join(
+            f"{name}={value}"
+            for name, value in sorted(os.environ.items())
+            if name.startswith("RAGLOOP_")
+        ),
+    }
+    if "scifact" in args.parts:
+        figures["scifact_queries"] = args.queries
+    if "pubmedqa" in args.parts:
+        figures["pubmedqa_questions"] = args.questions
+    if "throughput" in args.parts:
+        figures["throughput_queries_per_level"] = args.throughput_queries
+    return figures
+
+
+def _int_list(text: str) -> list[int]:
+    return [int(part) for part in text.split(",") if part]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    add_data_arguments(parser)
+    parser.add_argument("--queries", type=int, default=50, help="SciFact test claims")
+    parser.add_argument("--questions", type=int, default=50, help="PubMedQA questions")
+    parser.add_argument(
+        "--clients", type=_int_list, default=[1, 2, 4], help="concurrent clients (default 1,2,4)"
+    )
+    parser.add_argument(
+        "--throughput-queries",
+        type=int,
+        default=8,
+        help="SciFact claims per client count, each set new to both systems (default 8)",
+    )
+    add_sampling_arguments(parser, PARTS)
+    parser.add_argument(
+        "--no-warm-up",
+        dest="warm_up",
+        action="store_false",
+        help="skip the untimed first query of each system (smoke runs)",
+    )
+    parser.add_argument("--profile", default="", help="py-spy every process into this folder")
+    parser.add_argument("--output", default=str(RESULTS_DIR / "compare.json"))
+    parser.add_argument(
+        "--runs-file",
+        default=str(cache_dir() / "compare-runs.jsonl"),
+        help="every query run: answer, evidence, tokens, timings (default in bench/results/.cache)",
+    )
+    parser.add_argument(
+        "--report-only", action="store_true", help="print the tables of --output and stop"
+    )
+    args = parser.parse_args()
+    check_parts(parser, args, PARTS)
+    output = Path(args.output)
+    if args.report_only:
+        print(report.render(read_results(output), args.clients))
+        return
+    # `kill` stops the run like Ctrl-C: the services and servers are stopped on the way out.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        figures = run(args)
+    except KeyboardInterrupt:
+        sys.exit("\ninterrupted: nothing written")
+    merged = read_results(output) | figures
+    merged |= target_figures(merged)
+    write_results(output, merged)
+    print("\n" + report.render(merged, args.clients))
+    print(f"\nwrote {output}")
+
+
+if __name__ == "__main__":
+    main()

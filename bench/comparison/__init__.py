@@ -1,0 +1,1 @@
+"""The parts of ``python -m bench.compare``: ragloop against the LangGraph baseline."""

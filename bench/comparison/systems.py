@@ -1,0 +1,112 @@
+"""The three systems the comparison runs, each answering a ``WorkItem``:
+
+- ``ragloop``: the five processes, asked over REST (``/v1/query/stream``), stages over gRPC;
+- ``ragloop_inprocess``: the same loop and stages in this process (the cost of the boundary);
+- ``baseline``: the LangGraph corrective RAG in this process.
+
+All search the same Milvus collections with the same retriever settings and call the same
+llama-server.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import httpx
+
+from bench.baseline import BaselineRag
+from bench.comparison.evidence import generation_documents, sources_of
+from bench.comparison.ragloop_http import stream_query
+from bench.comparison.runs import Answered
+from bench.comparison.workload import WorkItem
+from ragloop.core.domain import ModelUsage
+from ragloop.orchestrator.events import LoopEvent
+from ragloop.orchestrator.loop import CorrectiveLoop, LoopPolicy
+
+RAGLOOP, RAGLOOP_INPROCESS, BASELINE = "ragloop", "ragloop_inprocess", "baseline"
+SYSTEMS = (RAGLOOP, RAGLOOP_INPROCESS, BASELINE)
+HTTP_TIMEOUT_S = 900.0  # beyond the orchestrator's own 600 s budget ceiling
+OWN_PROCESS = {"bench": os.getpid()}
+
+
+def seconds_by_node(executions: Iterable[tuple[str, float]]) -> dict[str, float]:
+    """Seconds by node from (node, milliseconds) pairs, summed over rounds."""
+    spent: dict[str, float] = {}
+    for node, milliseconds in executions:
+        spent[node] = spent.get(node, 0.0) + milliseconds / 1000
+    return spent
+
+
+@dataclass
+class RagloopOverHttp:
+    client: httpx.AsyncClient
+    base_url: str
+    policies: Mapping[str, LoopPolicy]  # by dataset: what the server's defaults amount to
+    processes: Mapping[str, int]  # the five ragloop processes: their CPU time is ragloop's
+    name: str = RAGLOOP
+
+    async def answer(self, item: WorkItem) -> Answered:
+        body = {"query": item.text, "collection": self.policies[item.dataset].collection}
+        events = await stream_query(self.client, self.base_url, body, timeout_s=HTTP_TIMEOUT_S)
+        done = events[-1][1]
+        workflow = done["workflow"]
+        policy = self.policies[item.dataset]
+        limit = min(policy.top_k, policy.max_generation_documents)
+        executions = workflow["node_executions"]
+        usage = workflow["usage"]
+        return Answered(
+            answer=done["answer"],
+            evidence=sources_of(generation_documents(events, limit=limit)),
+            usage=ModelUsage(
+                calls=usage["model_calls"],
+                prompt_tokens=usage["prompt_tokens"],
+                completion_tokens=usage["completion_tokens"],
+            ),
+            node_seconds=seconds_by_node((e["node"], e["duration_ms"]) for e in executions),
+            decision_path=list(workflow["decision_path"]),
+            rewrites=done["query"]["rewrite_count"],
+        )
+
+
+async def _ignore(event: LoopEvent) -> None:
+    """An event sink: with one, the loop streams the answer as the REST stream does."""
+
+
+@dataclass
+class RagloopInProcess:
+    loop: CorrectiveLoop
+    policies: Mapping[str, LoopPolicy]
+    name: str = RAGLOOP_INPROCESS
+    processes: Mapping[str, int] = field(default_factory=lambda: OWN_PROCESS)
+
+    async def answer(self, item: WorkItem) -> Answered:
+        result = await self.loop.run(item.text, self.policies[item.dataset], on_event=_ignore)
+        trace = result.trace
+        return Answered(
+            answer=result.answer.text,
+            evidence=sources_of(result.generation_documents),
+            usage=trace.usage,
+            node_seconds=seconds_by_node((e.node, e.duration_ms) for e in trace.node_executions),
+            decision_path=list(trace.decision_path),
+            rewrites=len(trace.rewrite_history),
+        )
+
+
+@dataclass
+class LangGraphBaseline:
+    graphs: Mapping[str, BaselineRag]  # by dataset
+    name: str = BASELINE
+    processes: Mapping[str, int] = field(default_factory=lambda: OWN_PROCESS)
+
+    async def answer(self, item: WorkItem) -> Answered:
+        result = await self.graphs[item.dataset].run(item.text)
+        return Answered(
+            answer=result.answer,
+            evidence=sources_of(result.generation_documents),
+            usage=result.usage,
+            node_seconds=result.node_seconds,
+            decision_path=result.decision_path,
+            rewrites=result.rewrites,
+        )
