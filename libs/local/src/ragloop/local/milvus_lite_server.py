@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ragloop.local.processes import ChildProcess, free_port
-from ragloop.local.readiness import accepts_connections
+from ragloop.local.readiness import serving_on_loopback
 
 
 def milvus_lite_server(
@@ -31,10 +31,5 @@ def serving_milvus_lite(
     its URI (``http://127.0.0.1:PORT``) once it accepts connections."""
     port = free_port()
     child = milvus_lite_server(data_dir, port=port, log_path=log_path)
-    child.start()
-    try:
-        child.wait_until(lambda: accepts_connections("127.0.0.1", port), timeout_s=timeout_s)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        child.signal_stop()
-        child.wait_stopped(15)
+    with serving_on_loopback(child, port, timeout_s=timeout_s, stop_timeout_s=15) as uri:
+        yield uri

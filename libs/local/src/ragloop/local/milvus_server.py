@@ -32,7 +32,7 @@ from typing import Any
 
 from ragloop.local.private_network import enter_private_network, forward, isolation_problem
 from ragloop.local.processes import ChildProcess, StartupError, free_port
-from ragloop.local.readiness import accepts_connections, http_ok
+from ragloop.local.readiness import accepts_connections, http_ok, serving_on_loopback
 
 log = logging.getLogger(__name__)
 
@@ -68,13 +68,11 @@ def running_milvus_235(
     command = [sys.executable, "-m", __name__, "--data", str(work_dir / "milvus")]
     command += ["--port", str(port), "--bin-cache", str(bin_cache or default_bin_cache())]
     child = ChildProcess("milvus-2.3.5", command, work_dir / "launcher.log")
-    child.start()
-    try:
-        child.wait_until(lambda: accepts_connections("127.0.0.1", port), timeout_s=timeout_s)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        child.signal_stop()
-        child.wait_stopped(STOP_TIMEOUT_S + 10)
+    stop_timeout_s = STOP_TIMEOUT_S + 10
+    with serving_on_loopback(
+        child, port, timeout_s=timeout_s, stop_timeout_s=stop_timeout_s
+    ) as uri:
+        yield uri
 
 
 # --- the launcher (runs in its own process) ---------------------------------------------------
