@@ -22,6 +22,7 @@ from fastapi import FastAPI
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ragloop.core.grpc.handlers import rewrapped
 from ragloop.orchestrator.auth import refusal
 
 log = logging.getLogger(__name__)
@@ -126,19 +127,7 @@ class AdmissionInterceptor(grpc.aio.ServerInterceptor):
         handler = await continuation(handler_call_details)
         if handler is None or handler_call_details.method not in self.methods:
             return handler
-        if handler.unary_unary is not None:
-            return grpc.unary_unary_rpc_method_handler(
-                self._gated(handler.unary_unary),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream is not None:
-            return grpc.unary_stream_rpc_method_handler(
-                self._gated(handler.unary_stream),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        return handler
+        return rewrapped(handler, self._gated)
 
     def _gated(self, behavior: Callable[..., Any]) -> Callable[..., Any]:
         gate = self.gate
