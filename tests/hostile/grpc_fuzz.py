@@ -10,10 +10,11 @@ from types import ModuleType
 from typing import Any
 
 import grpc
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis.strategies import SearchStrategy
 
 from ragloop.core.grpc.server import MAX_MESSAGE_BYTES
+from tests.hostile.recorded_run import recorded_settings
 
 OK = grpc.StatusCode.OK
 ACCEPTED = frozenset(
@@ -82,14 +83,7 @@ def fuzz(
 ) -> None:
     """``examples`` requests of ``requests``, derandomized, each sent with ``invoke``."""
 
-    @settings(
-        max_examples=examples,
-        derandomize=True,
-        database=None,
-        deadline=None,  # bounded by CALL_TIMEOUT_S per call instead
-        phases=[Phase.explicit, Phase.generate],  # recorded, never shrunk
-        suppress_health_check=list(HealthCheck),
-    )
+    @recorded_settings(examples)
     @given(request=requests)
     def send(request: Any) -> None:
         code = status_of(invoke, request)

@@ -9,10 +9,12 @@ from dataclasses import dataclass, field
 
 import hypothesis
 import schemathesis
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis.strategies import SearchStrategy
 from schemathesis import GenerationMode, checks
 from schemathesis.core.failures import Failure, FailureGroup
+
+from tests.hostile.recorded_run import recorded_settings
 
 # No 5xx; the status code, content type and body of every answer as the schema documents them.
 CHECKS = [
@@ -87,14 +89,7 @@ def _send_cases(
     examples: int,
     tally: Tally,
 ) -> None:
-    @settings(
-        max_examples=examples,
-        derandomize=True,
-        database=None,
-        deadline=None,  # bounded by HTTP_TIMEOUT_S per request instead
-        phases=[Phase.explicit, Phase.generate],  # recorded, never shrunk
-        suppress_health_check=list(HealthCheck),
-    )
+    @recorded_settings(examples)
     @given(case=strategy)
     def send(case: schemathesis.Case) -> None:
         response = case.call(base_url=base_url, headers=headers, timeout=HTTP_TIMEOUT_S)

@@ -9,6 +9,8 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from tests.reliability.chunks import Damage
+
 OUT_VARIABLE = "RAGLOOP_RELIABILITY_OUT"
 
 
@@ -18,6 +20,12 @@ class Tally:
     duplicated_chunks: int = 0
     hung_requests: int = 0
     fault_checks: int = 0  # faults injected and checked
+
+    def count_chunks(self, result: Damage) -> None:
+        """One fault checked by counting the chunks Milvus holds afterwards."""
+        self.lost_chunks += result.lost
+        self.duplicated_chunks += result.duplicated
+        self.fault_checks += 1
 
     def write(self) -> None:
         target = os.environ.get(OUT_VARIABLE)

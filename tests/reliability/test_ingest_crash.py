@@ -88,9 +88,7 @@ def test_a_crash_mid_ingest_loses_and_duplicates_nothing(fault_stack: Stack, tal
 
     found = counted_while_stopped(fault_stack)
     result = damage(found, survivors | {LARGE_SOURCE: large["chunk_count"]})
-    tally.lost_chunks += result.lost
-    tally.duplicated_chunks += result.duplicated
-    tally.fault_checks += 1
+    tally.count_chunks(result)
     assert result.none, (result, {s: len(i) for s, i in found.items()})
     print(
         f"\ncrash after {len(partial.get(LARGE_SOURCE, []))} of {large['chunk_count']} chunks; "

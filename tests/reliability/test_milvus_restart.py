@@ -125,9 +125,7 @@ async def test_milvus_restarting_mid_ingest_loses_and_duplicates_nothing(
 
     found = await asyncio.to_thread(chunk_indices, uri, COLLECTION)
     result = damage(found, survivors | {LARGE_SOURCE: large})
-    tally.lost_chunks += result.lost
-    tally.duplicated_chunks += result.duplicated
-    tally.fault_checks += 1
+    tally.count_chunks(result)
     assert result.none, (result, {s: len(i) for s, i in found.items()})
     print(
         f"\nMilvus restarted mid-ingest: the ingest answered {during.status_code}; "
