@@ -12,24 +12,29 @@ concurrent clients on claims not used before.
 Prints Markdown tables and merges its figures into bench/results/compare.json. The first run
 ingests the corpora (minutes; cached in bench/results/.cache/). Hours in all on two cores: use
 ``--queries 3 --questions 2 --clients 1,2 --throughput-queries 2 --corpus-limit 200`` to smoke.
+
+Each query run is appended to ``--runs-file`` as it ends, and the latency figures are computed
+from every run in that file: parts can run in separate invocations (``--parts scifact,overhead``
+today, ``--parts pubmedqa,overhead`` tomorrow), and an interrupted invocation goes on where it
+stopped when started again. ``--fresh`` starts over.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import os
 import shlex
 import signal
+import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from datetime import date
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import httpx
 
@@ -46,7 +51,7 @@ from bench.common import (
 )
 from bench.comparison import profiling, report
 from bench.comparison.cpu import idle_cpu_shares
-from bench.comparison.runs import Meter, QueryRun, System
+from bench.comparison.runs import Meter, RunKey, RunsFile, System
 from bench.comparison.services import RunningStack, ragloop_stack, shared_milvus
 from bench.comparison.summary import (
     Throughput,
@@ -87,18 +92,24 @@ def rotated(systems: Sequence[System], turn: int) -> list[System]:
 
 
 async def latency_runs(
-    meter: Meter, systems: Sequence[System], items: list[WorkItem], records: TextIO
-) -> list[QueryRun]:
-    """Every item through every system, one at a time; each run is also written to
-    ``records``, one JSON object a line."""
-    runs: list[QueryRun] = []
+    meter: Meter,
+    systems: Sequence[System],
+    items: list[WorkItem],
+    runs_file: RunsFile,
+    provenance: Mapping[str, str],
+) -> None:
+    """Every item through every system, one at a time, each run appended to ``runs_file``; the
+    runs the file already holds are not made again."""
+    done = {run.key for run in runs_file.runs()}
+    pending = sum(1 for item in items for system in systems if _key(system, item) not in done)
+    print(f"  {pending} runs to make ({len(done)} already in {runs_file.path})", flush=True)
     started = time.perf_counter()
     for turn, item in enumerate(items):
         for system in rotated(systems, turn):
+            if _key(system, item) in done:
+                continue
             run = await meter.measure(system, item)
-            runs.append(run)
-            records.write(json.dumps(run.record()) + "\n")
-            records.flush()
+            runs_file.append(run, provenance)
             usage = run.answered.usage if run.answered else None
             print(
                 f"  {item.dataset} {turn + 1}/{len(items)} {system.name}: {run.seconds:.1f}s, "
@@ -109,7 +120,10 @@ async def latency_runs(
                 + f" [{time.perf_counter() - started:.0f}s so far]",
                 flush=True,
             )
-    return runs
+
+
+def _key(system: System, item: WorkItem) -> RunKey:
+    return (system.name, item.dataset, item.id)
 
 
 async def throughput(system: System, items: list[WorkItem], clients: int) -> Throughput:
@@ -167,8 +181,10 @@ async def measure(
     stack: RunningStack,
     items: list[WorkItem],
     throughput_items: list[list[WorkItem]],
-    records: TextIO,
+    runs_file: RunsFile,
 ) -> dict[str, Any]:
+    """Runs the latency items not yet in ``runs_file``, then the throughput levels; returns the
+    figures of this invocation alone (idle CPU, throughput)."""
     every_item = [*items, *(item for level in throughput_items for item in level)]
     collections = sorted({item.dataset for item in every_item})
     policies = {name: loop_policy(OrchestratorSettings(), name) for name in collections}
@@ -194,7 +210,8 @@ async def measure(
             idle = await idle_cpu_shares(pids, IDLE_SECONDS)
             profile_dir = Path(args.profile) if args.profile else None
             with profiling.profiled(pids, profile_dir) if profile_dir else nullcontext():
-                runs = await latency_runs(Meter(client, stack.model_url), systems, items, records)
+                meter = Meter(client, stack.model_url)
+                await latency_runs(meter, systems, items, runs_file, provenance())
             if profile_dir:
                 print("\nWhere the processes spent CPU (py-spy, self time):")
                 print(profiling.summary(profile_dir))
@@ -204,7 +221,7 @@ async def measure(
         await stages.aclose()
         tally.close()
     idle_figures = {f"idle_cpu_share_{name}": round(share, 4) for name, share in idle.items()}
-    return comparison_figures(runs) | idle_figures | throughput_figures(rates)
+    return idle_figures | throughput_figures(rates)
 
 
 def workload(
@@ -236,36 +253,53 @@ def workload(
     return items, levels, corpora
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def changed_settings() -> str:
+    """Settings of every ragloop process and of the baseline's model timeout, when changed."""
+    return " ".join(
+        f"{name}={value}"
+        for name, value in sorted(os.environ.items())
+        if name.startswith("RAGLOOP_")
+    )
+
+
+def provenance() -> dict[str, str]:
+    """What each run is recorded with, so runs of several invocations can be told apart."""
+    head = subprocess.run(
+        ["git", "describe", "--always", "--dirty"], capture_output=True, text=True, check=False
+    )
+    return {"commit": head.stdout.strip(), "settings_changed": changed_settings()}
+
+
+def run(args: argparse.Namespace, runs_file: RunsFile) -> dict[str, Any]:
     items, levels, corpora = workload(args)
     clock = time.perf_counter()
     with (
-        Path(args.runs_file).open("w") as records,
         shared_milvus(corpora) as milvus_uri,
         ragloop_stack(milvus_uri, cache_dir() / "compare-run") as stack,
     ):
         print(f"ragloop at {stack.base_url}, llama-server at {stack.model_url}", flush=True)
-        figures = asyncio.run(measure(args, milvus_uri, stack, items, levels, records))
+        figures = asyncio.run(measure(args, milvus_uri, stack, items, levels, runs_file))
     figures |= {
         "date": date.today().isoformat(),
         "machine": machine(),
         "model": QWEN_CODER_1_5B.name,
-        "seconds_compare": round(time.perf_counter() - clock, 1),
+        "seconds_last_invocation": round(time.perf_counter() - clock, 1),
         "command": "python -m bench.compare " + shlex.join(sys.argv[1:]),
-        # Settings of every ragloop process and of the baseline's model timeout, when changed.
-        "settings_changed": " ".join(
-            f"{name}={value}"
-            for name, value in sorted(os.environ.items())
-            if name.startswith("RAGLOOP_")
-        ),
+        "settings_changed": changed_settings(),
     }
-    if "scifact" in args.parts:
-        figures["scifact_queries"] = args.queries
-    if "pubmedqa" in args.parts:
-        figures["pubmedqa_questions"] = args.questions
     if "throughput" in args.parts:
         figures["throughput_queries_per_level"] = args.throughput_queries
     return figures
+
+
+def runs_summary(runs_file: RunsFile) -> dict[str, Any]:
+    """The latency figures from every run in the runs file, whichever invocation made it."""
+    runs = runs_file.runs()
+    return comparison_figures(runs) | {
+        "scifact_queries": len({r.item.id for r in runs if r.item.dataset == SCIFACT}),
+        "pubmedqa_questions": len({r.item.id for r in runs if r.item.dataset == PUBMEDQA}),
+        "runs_commits": " ".join(runs_file.commits()),
+    }
 
 
 def _int_list(text: str) -> list[int]:
@@ -303,6 +337,16 @@ def main() -> None:
         help="every query run: answer, evidence, tokens, timings (default in bench/results/.cache)",
     )
     parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="delete the runs file first (by default, runs already in it are not made again)",
+    )
+    parser.add_argument(
+        "--summarise",
+        action="store_true",
+        help="compute the figures from the runs file into --output, run nothing",
+    )
+    parser.add_argument(
         "--report-only", action="store_true", help="print the tables of --output and stop"
     )
     args = parser.parse_args()
@@ -315,11 +359,19 @@ def main() -> None:
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        figures = run(args)
-    except KeyboardInterrupt:
-        sys.exit("\ninterrupted: nothing written")
-    merged = read_results(output) | figures
+    runs_file = RunsFile(Path(args.runs_file))
+    if args.fresh:
+        runs_file.clear()
+    figures: dict[str, Any] = {}
+    if not args.summarise:
+        try:
+            figures = run(args, runs_file)
+        except KeyboardInterrupt:
+            sys.exit(
+                f"\ninterrupted: the runs made so far are kept in {runs_file.path}; the same "
+                "command goes on from there (--summarise writes the figures of what is there)"
+            )
+    merged = read_results(output) | figures | runs_summary(runs_file)
     merged |= target_figures(merged)
     write_results(output, merged)
     print("\n" + report.render(merged, args.clients))

@@ -4,13 +4,19 @@ processes, and the evidence its generator was given.
 
 A system is measured while it runs alone, so the llama-server's counters and the processes' CPU
 time between the start and the end belong to that query.
+
+Every run goes to a ``RunsFile`` as it ends, so a comparison of hours can be split over several
+invocations (parts, or one part interrupted and started again): an invocation skips the runs the
+file already holds and the figures are computed from every run in it.
 """
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import httpx
@@ -33,6 +39,9 @@ class Answered:
     node_seconds: dict[str, float]  # retrieve, grade, rewrite, generate: summed over rounds
     decision_path: list[str]
     rewrites: int
+
+
+RunKey = tuple[str, str, str]  # system, dataset, query id
 
 
 @dataclass(frozen=True)
@@ -69,6 +78,7 @@ class QueryRun:
             "system": self.system,
             "dataset": self.item.dataset,
             "id": self.item.id,
+            "text": self.item.text,
             "relevant": sorted(self.item.relevant),
             "expected_decision": self.item.decision,
             "decision": self.decision,
@@ -78,6 +88,33 @@ class QueryRun:
             "cpu_seconds": self.cpu_seconds,
             "error": self.error,
         }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> QueryRun:
+        """The run a ``record()`` describes (its derived fields are computed again)."""
+        item = WorkItem(
+            record["dataset"],
+            record["id"],
+            record["text"],
+            frozenset(record["relevant"]),
+            record["expected_decision"],
+        )
+        answered = record["answered"]
+        if answered is not None:
+            answered = Answered(**{**answered, "usage": ModelUsage(**answered["usage"])})
+        return cls(
+            record["system"],
+            item,
+            record["seconds"],
+            answered,
+            ServerCounts(**record["server"]),
+            dict(record["cpu_seconds"]),
+            record["error"],
+        )
+
+    @property
+    def key(self) -> RunKey:
+        return (self.system, self.item.dataset, self.item.id)
 
     @property
     def non_model_seconds(self) -> float:
@@ -118,3 +155,49 @@ class Meter:
         cpu = cpu_spent(cpu_before, cpu_snapshot(system.processes))
         server = await read_counts(self.client, self.model_url) - server_before
         return QueryRun(system.name, item, seconds, answered, server, cpu, error)
+
+
+@dataclass(frozen=True)
+class RunsFile:
+    """Every query run so far, one JSON object a line, appended as each run ends."""
+
+    path: Path
+
+    def runs(self) -> list[QueryRun]:
+        """The recorded runs, the last one of each key; a line cut short by a kill is ignored."""
+        by_key: dict[RunKey, QueryRun] = {}
+        for record in self._records():
+            try:
+                run = QueryRun.from_record(record)
+            except (KeyError, TypeError):
+                continue
+            by_key[run.key] = run
+        return list(by_key.values())
+
+    def commits(self) -> list[str]:
+        """The commits the runs were made at, in order of first use."""
+        commits = (record.get("commit") for record in self._records())
+        return list(dict.fromkeys(commit for commit in commits if commit))
+
+    def _records(self) -> Iterator[dict[str, Any]]:
+        if not self.path.exists():
+            return
+        for line in self.path.read_text().splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                yield record
+
+    def append(self, run: QueryRun, provenance: Mapping[str, str]) -> None:
+        """Record ``run`` with where it came from (commit, changed settings)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a+b") as records:
+            records.seek(0, 2)
+            if records.tell() and (records.seek(-1, 2), records.read(1))[1] != b"\n":
+                records.write(b"\n")  # after a line cut short: keep the new record whole
+            records.write((json.dumps(run.record() | dict(provenance)) + "\n").encode())
+
+    def clear(self) -> None:
+        self.path.unlink(missing_ok=True)

@@ -1,0 +1,102 @@
+"""bench.compare's runs file: every run is kept as it ends, so a comparison of hours can be split
+over invocations and an interrupted one goes on where it stopped."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from bench.compare import latency_runs, runs_summary
+from bench.comparison.llama_metrics import ServerCounts
+from bench.comparison.runs import Answered, QueryRun, RunsFile
+from bench.comparison.workload import WorkItem
+from ragloop.core.domain import ModelUsage
+
+CLAIM = WorkItem("scifact", "7", "A claim.", frozenset({"d1", "d2"}))
+QUESTION = WorkItem("pubmedqa", "p9", "Does it? Begin…", frozenset({"p9"}), "no")
+
+
+def answered_run(system: str, item: WorkItem, seconds: float = 12.5) -> QueryRun:
+    answered = Answered(
+        answer="No [1].",
+        evidence=["p9", "x"],
+        usage=ModelUsage("qwen", 4, 1200, 80),
+        node_seconds={"grade": 6.0, "generate": 4.0},
+        decision_path=["retrieve", "grade", "generate"],
+        rewrites=1,
+    )
+    server = ServerCounts(prompt_tokens=900, cached_prompt_tokens=300, completion_tokens=80)
+    return QueryRun(system, item, seconds, answered, server, {"orchestrator": 0.4})
+
+
+def test_a_run_comes_back_from_the_file_as_it_was_recorded(tmp_path: Path) -> None:
+    runs_file = RunsFile(tmp_path / "runs.jsonl")
+    made = answered_run("ragloop", QUESTION)
+    failed = QueryRun("baseline", CLAIM, 3.0, None, error="TimeoutError: slow")
+
+    runs_file.append(made, {"commit": "abc123", "settings_changed": ""})
+    runs_file.append(failed, {"commit": "def456", "settings_changed": ""})
+
+    assert runs_file.runs() == [made, failed]
+    assert runs_file.runs()[0].decision == "no" and runs_file.runs()[0].correct
+    assert runs_file.commits() == ["abc123", "def456"]
+
+
+def test_a_line_cut_short_by_a_kill_loses_only_that_run(tmp_path: Path) -> None:
+    runs_file = RunsFile(tmp_path / "runs.jsonl")
+    runs_file.append(answered_run("ragloop", CLAIM), {})
+    with runs_file.path.open("a") as records:
+        records.write('{"system": "baseline", "dataset": "sci')  # killed mid-write
+
+    runs_file.append(answered_run("baseline", CLAIM), {})
+
+    assert [run.system for run in runs_file.runs()] == ["ragloop", "baseline"]
+
+
+def test_the_last_run_of_a_query_counts_and_clear_starts_over(tmp_path: Path) -> None:
+    runs_file = RunsFile(tmp_path / "runs.jsonl")
+    runs_file.append(answered_run("ragloop", CLAIM, seconds=10.0), {})
+    runs_file.append(answered_run("ragloop", CLAIM, seconds=20.0), {})
+
+    assert [run.seconds for run in runs_file.runs()] == [20.0]
+
+    runs_file.clear()
+    assert runs_file.runs() == [] and runs_file.commits() == []
+
+
+class FakeSystem:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.asked: list[str] = []
+
+    @property
+    def processes(self) -> Mapping[str, int]:
+        return {}
+
+    async def answer(self, item: WorkItem) -> Answered:
+        raise NotImplementedError  # the fake meter answers
+
+
+class FakeMeter:
+    async def measure(self, system: FakeSystem, item: WorkItem) -> QueryRun:
+        system.asked.append(item.id)
+        return answered_run(system.name, item)
+
+
+def test_runs_already_in_the_file_are_not_made_again(tmp_path: Path) -> None:
+    runs_file = RunsFile(tmp_path / "runs.jsonl")
+    runs_file.append(answered_run("ragloop", CLAIM), {"commit": "old"})
+    ragloop, baseline = FakeSystem("ragloop"), FakeSystem("baseline")
+    meter: Any = FakeMeter()
+
+    asyncio.run(
+        latency_runs(meter, [ragloop, baseline], [CLAIM, QUESTION], runs_file, {"commit": "new"})
+    )
+
+    assert ragloop.asked == ["p9"] and baseline.asked == ["7", "p9"]
+    summary = runs_summary(runs_file)
+    assert summary["runs_ragloop"] == 2 and summary["runs_baseline"] == 2
+    assert (summary["scifact_queries"], summary["pubmedqa_questions"]) == (1, 1)
+    assert summary["runs_commits"] == "old new"
