@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import operator
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict, TypeVar
 
 from langgraph.graph import END, START, StateGraph
 
@@ -43,6 +43,7 @@ class BaselineState(TypedDict, total=False):
     # Summed over the nodes (LangGraph adds every node's update to these).
     usage: Annotated[ModelUsage, operator.add]
     node_seconds: Annotated[list[tuple[str, float]], operator.add]
+    node_usage: Annotated[list[tuple[str, ModelUsage]], operator.add]
     path: Annotated[list[str], operator.add]
 
 
@@ -54,6 +55,7 @@ class BaselineResult:
     node_seconds: dict[str, float]  # by node, summed over rounds
     decision_path: list[str]
     rewrites: int
+    node_usage: dict[str, ModelUsage]  # by node, summed over rounds
 
 
 Route = Literal["rewrite", "generate"]
@@ -78,13 +80,27 @@ def merge_relevant(known: list[Document], new: list[Document]) -> list[Document]
 
 
 Node = Callable[[BaselineState], Awaitable[dict[str, Any]]]
+Summable = TypeVar("Summable", float, ModelUsage)
+
+
+def summed_by_node(spent: Iterable[tuple[str, Summable]], zero: Summable) -> dict[str, Summable]:
+    """What each node spent (seconds, model usage), summed over the rounds."""
+    by_node: dict[str, Summable] = {}
+    for node, amount in spent:
+        by_node[node] = by_node.get(node, zero) + amount
+    return by_node
 
 
 def _timed(name: str, node: Node) -> Node:
     async def run(state: BaselineState) -> dict[str, Any]:
         clock = time.perf_counter()
         update = await node(state)
-        return {**update, "node_seconds": [(name, time.perf_counter() - clock)], "path": [name]}
+        return {
+            **update,
+            "node_seconds": [(name, time.perf_counter() - clock)],
+            "node_usage": [(name, update.get("usage", ModelUsage()))],
+            "path": [name],
+        }
 
     return run
 
@@ -117,16 +133,14 @@ class BaselineRag:
             "relevant": [],
         }
         final = await self.graph.ainvoke(initial)
-        seconds: dict[str, float] = {}
-        for node, spent in final["node_seconds"]:
-            seconds[node] = seconds.get(node, 0.0) + spent
         return BaselineResult(
             answer=final["answer"],
             generation_documents=final["relevant"],
             usage=final["usage"],
-            node_seconds=seconds,
+            node_seconds=summed_by_node(final["node_seconds"], 0.0),
             decision_path=final["path"],
             rewrites=final["rewrites"],
+            node_usage=summed_by_node(final["node_usage"], ModelUsage()),
         )
 
     def _route(self, state: BaselineState) -> Route:

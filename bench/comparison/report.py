@@ -5,11 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.comparison.summary import TARGETS, Figures
+from bench.comparison.summary import MODEL_NODES, TARGETS, Figures
 from bench.comparison.systems import BASELINE, RAGLOOP, RAGLOOP_INPROCESS
 
 COLUMNS = ((RAGLOOP, "ragloop (5 processes, gRPC)"), (BASELINE, "LangGraph baseline"))
 INPROCESS_COLUMN = (RAGLOOP_INPROCESS, "ragloop in-process")
+
+
+def _by_node(label: str, key: str) -> list[tuple[str, str]]:
+    return [(f"· {node} {label}", f"{node}_{key}") for node in MODEL_NODES]
+
 
 ROWS = (
     ("queries run (failed)", "runs"),
@@ -21,10 +26,13 @@ ROWS = (
     ("· generate, s/query", "generate_seconds_per_query"),
     ("· other (loop, transport), s/query", "other_seconds_per_query"),
     ("model calls/query", "model_calls_per_query"),
+    *_by_node("model calls/query", "model_calls_per_query"),
     ("prompt tokens/query (usage)", "prompt_tokens_per_query"),
+    *_by_node("prompt tokens/query", "prompt_tokens_per_query"),
     ("prompt tokens evaluated/query (server, after prefix cache)",
      "server_prompt_tokens_evaluated_per_query"),
     ("completion tokens/query", "completion_tokens_per_query"),
+    *_by_node("completion tokens/query", "completion_tokens_per_query"),
     ("model compute, s/query (server)", "model_seconds_per_query"),
     ("rewrites/query", "rewrites_per_query"),
     ("evidence precision, SciFact", "evidence_precision_scifact"),

@@ -39,6 +39,7 @@ class Answered:
     node_seconds: dict[str, float]  # retrieve, grade, rewrite, generate: summed over rounds
     decision_path: list[str]
     rewrites: int
+    node_usage: dict[str, ModelUsage] = field(default_factory=dict)  # grade, rewrite, generate
 
 
 RunKey = tuple[str, str, str]  # system, dataset, query id
@@ -101,7 +102,14 @@ class QueryRun:
         )
         answered = record["answered"]
         if answered is not None:
-            answered = Answered(**{**answered, "usage": ModelUsage(**answered["usage"])})
+            by_node = answered.get("node_usage", {})
+            answered = Answered(
+                **{
+                    **answered,
+                    "usage": ModelUsage(**answered["usage"]),
+                    "node_usage": {node: ModelUsage(**u) for node, u in by_node.items()},
+                }
+            )
         return cls(
             record["system"],
             item,

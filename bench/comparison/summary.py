@@ -15,8 +15,10 @@ from bench.comparison.runs import QueryRun
 from bench.comparison.systems import BASELINE, RAGLOOP, RAGLOOP_INPROCESS
 from bench.comparison.workload import PUBMEDQA, SCIFACT
 from bench.metrics import percentile
+from ragloop.core.domain import ModelUsage
 
 Figures = dict[str, Any]
+MODEL_NODES = ("grade", "rewrite", "generate")
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -56,6 +58,14 @@ def system_figures(system: str, runs: Sequence[QueryRun]) -> Figures:
     }
     for node in NODES:
         figures[f"{node}_seconds_per_query"] = mean(lambda r, n=node: _node_seconds(r, n))
+    for node in MODEL_NODES:
+        figures[f"{node}_model_calls_per_query"] = mean(lambda r, n=node: _node_usage(r, n).calls)
+        figures[f"{node}_prompt_tokens_per_query"] = mean(
+            lambda r, n=node: _node_usage(r, n).prompt_tokens
+        )
+        figures[f"{node}_completion_tokens_per_query"] = mean(
+            lambda r, n=node: _node_usage(r, n).completion_tokens
+        )
     figures["other_seconds_per_query"] = mean(
         lambda r: r.seconds - sum(_node_seconds(r, n) for n in NODES)
     )
@@ -84,6 +94,10 @@ def system_figures(system: str, runs: Sequence[QueryRun]) -> Figures:
 
 def _node_seconds(run: QueryRun, node: str) -> float:
     return run.answered.node_seconds.get(node, 0.0) if run.answered else 0.0
+
+
+def _node_usage(run: QueryRun, node: str) -> ModelUsage:
+    return run.answered.node_usage.get(node, ModelUsage()) if run.answered else ModelUsage()
 
 
 def _usage_matches_server(run: QueryRun) -> bool:

@@ -13,10 +13,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
 from bench.baseline import BaselineRag
+from bench.baseline.graph import summed_by_node
 from bench.comparison.evidence import generation_documents, sources_of
 from bench.comparison.ragloop_http import stream_query
 from bench.comparison.runs import Answered
@@ -31,12 +33,26 @@ HTTP_TIMEOUT_S = 900.0  # beyond the orchestrator's own 600 s budget ceiling
 OWN_PROCESS = {"bench": os.getpid()}
 
 
-def seconds_by_node(executions: Iterable[tuple[str, float]]) -> dict[str, float]:
-    """Seconds by node from (node, milliseconds) pairs, summed over rounds."""
-    spent: dict[str, float] = {}
-    for node, milliseconds in executions:
-        spent[node] = spent.get(node, 0.0) + milliseconds / 1000
-    return spent
+def spent_by_node(
+    executions: Iterable[tuple[str, float, Mapping[str, Any]]],
+) -> tuple[dict[str, float], dict[str, ModelUsage]]:
+    """Seconds and model usage by node, summed over rounds, from the loop's node executions:
+    (node, milliseconds, details), the details carrying the node's ``usage``."""
+    executions = list(executions)
+    seconds = summed_by_node(((node, ms / 1000) for node, ms, _ in executions), 0.0)
+    usage = summed_by_node(
+        ((node, _usage(details["usage"])) for node, _, details in executions if "usage" in details),
+        ModelUsage(),
+    )
+    return seconds, usage
+
+
+def _usage(details: Mapping[str, int]) -> ModelUsage:
+    return ModelUsage(
+        calls=details["model_calls"],
+        prompt_tokens=details["prompt_tokens"],
+        completion_tokens=details["completion_tokens"],
+    )
 
 
 @dataclass
@@ -54,7 +70,9 @@ class RagloopOverHttp:
         workflow = done["workflow"]
         policy = self.policies[item.dataset]
         limit = min(policy.top_k, policy.max_generation_documents)
-        executions = workflow["node_executions"]
+        seconds, node_usage = spent_by_node(
+            (e["node"], e["duration_ms"], e["details"]) for e in workflow["node_executions"]
+        )
         usage = workflow["usage"]
         return Answered(
             answer=done["answer"],
@@ -64,9 +82,10 @@ class RagloopOverHttp:
                 prompt_tokens=usage["prompt_tokens"],
                 completion_tokens=usage["completion_tokens"],
             ),
-            node_seconds=seconds_by_node((e["node"], e["duration_ms"]) for e in executions),
+            node_seconds=seconds,
             decision_path=list(workflow["decision_path"]),
             rewrites=done["query"]["rewrite_count"],
+            node_usage=node_usage,
         )
 
 
@@ -84,13 +103,17 @@ class RagloopInProcess:
     async def answer(self, item: WorkItem) -> Answered:
         result = await self.loop.run(item.text, self.policies[item.dataset], on_event=_ignore)
         trace = result.trace
+        seconds, node_usage = spent_by_node(
+            (e.node, e.duration_ms, e.details) for e in trace.node_executions
+        )
         return Answered(
             answer=result.answer.text,
             evidence=sources_of(result.generation_documents),
             usage=trace.usage,
-            node_seconds=seconds_by_node((e.node, e.duration_ms) for e in trace.node_executions),
+            node_seconds=seconds,
             decision_path=list(trace.decision_path),
             rewrites=len(trace.rewrite_history),
+            node_usage=node_usage,
         )
 
 
@@ -109,4 +132,5 @@ class LangGraphBaseline:
             node_seconds=result.node_seconds,
             decision_path=result.decision_path,
             rewrites=result.rewrites,
+            node_usage=result.node_usage,
         )

@@ -131,6 +131,11 @@ async def test_a_round_whose_documents_all_pass_is_answered_at_once() -> None:
         7 + 7 + 20,
     )
     assert set(result.node_seconds) == {"retrieve", "grade", "generate"}
+    assert {node: u.prompt_tokens for node, u in result.node_usage.items()} == {
+        "retrieve": 0,
+        "grade": 200,
+        "generate": 300,
+    }
     call = retriever.calls[0]
     assert (call.top_k, call.similarity_threshold, call.collection) == (3, 0.25, "kb")
 

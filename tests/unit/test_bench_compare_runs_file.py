@@ -11,6 +11,7 @@ from typing import Any
 from bench.compare import latency_runs, runs_summary
 from bench.comparison.llama_metrics import ServerCounts
 from bench.comparison.runs import Answered, QueryRun, RunsFile
+from bench.comparison.systems import spent_by_node
 from bench.comparison.workload import WorkItem
 from ragloop.core.domain import ModelUsage
 
@@ -26,6 +27,7 @@ def answered_run(system: str, item: WorkItem, seconds: float = 12.5) -> QueryRun
         node_seconds={"grade": 6.0, "generate": 4.0},
         decision_path=["retrieve", "grade", "generate"],
         rewrites=1,
+        node_usage={"grade": ModelUsage("", 3, 800, 60), "generate": ModelUsage("", 1, 400, 20)},
     )
     server = ServerCounts(prompt_tokens=900, cached_prompt_tokens=300, completion_tokens=80)
     return QueryRun(system, item, seconds, answered, server, {"orchestrator": 0.4})
@@ -100,3 +102,20 @@ def test_runs_already_in_the_file_are_not_made_again(tmp_path: Path) -> None:
     assert summary["runs_ragloop"] == 2 and summary["runs_baseline"] == 2
     assert (summary["scifact_queries"], summary["pubmedqa_questions"]) == (1, 1)
     assert summary["runs_commits"] == "old new"
+    assert summary["grade_prompt_tokens_per_query_ragloop"] == 800
+    assert summary["rewrite_model_calls_per_query_baseline"] == 0
+
+
+def test_ragloops_node_costs_come_from_its_node_executions() -> None:
+    usage = {"model_calls": 2, "prompt_tokens": 700, "completion_tokens": 50}
+    executions = [
+        ("retrieve", 40.0, {"documents": 2}),
+        ("grade", 3000.0, {"passed": 0, "usage": usage}),
+        ("retrieve", 60.0, {"documents": 2}),
+        ("grade", 1000.0, {"passed": 1, "usage": usage}),
+    ]
+
+    seconds, by_node = spent_by_node(executions)
+
+    assert seconds == {"retrieve": 0.1, "grade": 4.0}
+    assert by_node == {"grade": ModelUsage("", 4, 1400, 100)}

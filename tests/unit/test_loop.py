@@ -353,7 +353,8 @@ async def test_zero_documents_skips_the_grader_and_rewrites() -> None:
     assert generator.document_ids == ["a"]
     grade_node = result.trace.node_executions[1]
     assert (grade_node.node, grade_node.status) == ("grade", "ok")
-    assert grade_node.details == {"documents": 0, "passed": 0}
+    no_model_call = {"model_calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    assert grade_node.details == {"documents": 0, "passed": 0, "usage": no_model_call}
 
 
 async def test_zero_documents_pass_when_threshold_is_zero() -> None:
@@ -514,6 +515,12 @@ async def test_model_usage_of_every_stage_call_is_summed() -> None:
 
     # Two gradings, one rewrite, one generation.
     assert result.trace.usage == ModelUsage("m", 4, 45, 9)
+    # Each node's own cost is in its execution record.
+    assert [(n.node, n.details.get("usage", {}).get("prompt_tokens")) for n in
+            result.trace.node_executions] == [
+        ("retrieve", None), ("grade", 10), ("rewrite", 5), ("retrieve", None), ("grade", 10),
+        ("generate", 20),
+    ]  # fmt: skip
 
 
 # --- REST response --------------------------------------------------------------------------------

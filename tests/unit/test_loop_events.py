@@ -106,11 +106,13 @@ async def test_each_node_says_what_it_worked_on_and_found() -> None:
         ],
         "total_documents": 4,
     }
+    no_model_call = {"model_calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
     assert details[("grade", 1)] == {
         "pass_rate": 0.5,
         "pass_count": 1,
         "total_count": 2,
         "should_rewrite": True,
+        "usage": no_model_call,
         "grades": [
             {
                 "document_id": "a",
@@ -122,8 +124,17 @@ async def test_each_node_says_what_it_worked_on_and_found() -> None:
         ],
     }
     assert details[("grade", 2)]["should_rewrite"] is False
-    assert details[("rewrite", 1)] == {"query": "q2", "reason": "reason for q2"}
-    assert details[("generate", 2)] == {"citations": 2, "documents": 2, "grounded": True}
+    assert details[("rewrite", 1)] == {
+        "query": "q2",
+        "reason": "reason for q2",
+        "usage": no_model_call,
+    }
+    assert details[("generate", 2)] == {
+        "citations": 2,
+        "documents": 2,
+        "grounded": True,
+        "usage": no_model_call,
+    }
 
 
 async def test_a_generator_that_cannot_stream_gives_its_text_as_one_token() -> None:

@@ -7,7 +7,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ragloop.core.domain import Answer, Document, GradingResult, RetrievalResult, Rewrite
+from ragloop.core.domain import (
+    Answer,
+    Document,
+    GradingResult,
+    ModelUsage,
+    RetrievalResult,
+    Rewrite,
+)
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,7 @@ def grade_details(grading: GradingResult, pass_threshold: float) -> dict[str, An
         "pass_count": passed,
         "total_count": total,
         "should_rewrite": pass_rate < pass_threshold,
+        "usage": usage_details(grading.usage),
         "grades": [
             {
                 "document_id": g.document_id,
@@ -79,7 +87,7 @@ def grade_details(grading: GradingResult, pass_threshold: float) -> dict[str, An
 
 
 def rewrite_details(rewrite: Rewrite) -> dict[str, Any]:
-    return {"query": rewrite.query, "reason": rewrite.reason}
+    return {"query": rewrite.query, "reason": rewrite.reason, "usage": usage_details(rewrite.usage)}
 
 
 def generate_details(answer: Answer, documents: list[Document]) -> dict[str, Any]:
@@ -87,4 +95,14 @@ def generate_details(answer: Answer, documents: list[Document]) -> dict[str, Any
         "citations": len(answer.citations),
         "documents": len(documents),
         "grounded": answer.grounded,
+        "usage": usage_details(answer.usage),
+    }
+
+
+def usage_details(usage: ModelUsage) -> dict[str, int]:
+    """What one node's model calls cost (the names of the response's ``workflow.usage``)."""
+    return {
+        "model_calls": usage.calls,
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
     }

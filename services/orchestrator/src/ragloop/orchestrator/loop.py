@@ -391,6 +391,7 @@ class _Run:
             lambda g: {
                 "documents": len(documents),
                 "passed": sum(1 for x in g.grades if x.relevant),
+                "usage": events.usage_details(g.usage),
             },
             lambda g: events.grade_details(g, self.policy.grade_pass_threshold),
             deadline=self.budget.rounds_deadline,
@@ -408,7 +409,12 @@ class _Run:
                 [g for g in round_.graded if not g.grade.relevant],
                 list(self.trace.rewrite_history),
             ),
-            lambda w: {"query": w.query, "reason": w.reason, "keywords": w.keywords},
+            lambda w: {
+                "query": w.query,
+                "reason": w.reason,
+                "keywords": w.keywords,
+                "usage": events.usage_details(w.usage),
+            },
             events.rewrite_details,
             deadline=self.budget.rounds_deadline,
         )
