@@ -22,7 +22,8 @@ from ragloop.orchestrator.loop import CorrectiveLoop, LoopPolicy, StageFailure
 from ragloop.orchestrator.settings import OrchestratorSettings
 
 DECISIONS = ("yes", "no", "maybe")
-# Given to the generator only: retrieval, grading and rewriting see the question as asked.
+# The generator's instructions for the answer (a request's answer_instructions): retrieval,
+# grading and rewriting see the question as asked.
 DECISION_INSTRUCTION = "Begin your answer with yes, no or maybe."
 _LEADING_WORD = re.compile(r"[\W_]*([A-Za-z]+)")
 
@@ -58,16 +59,21 @@ def leading_decision(answer: str) -> str | None:
 
 
 class DecisionGenerator:
-    """Asks the generator to lead with the decision, and counts answers lost to unparseable
-    replies (every model reply of the call failed to parse)."""
+    """Asks the generator to lead with the decision (``DECISION_INSTRUCTION`` as its instructions
+    for the answer, the question unchanged), and counts answers lost to unparseable replies
+    (every model reply of the call failed to parse)."""
 
     def __init__(self, inner: Generator, tally: Tally) -> None:
         self._inner = inner
         self._tally = tally
 
-    async def generate(self, question: str, documents: list[Document]) -> Answer:
+    async def generate(
+        self, question: str, documents: list[Document], instructions: str = ""
+    ) -> Answer:
+        """``instructions`` from the loop's policy come before the decision instruction."""
         before = self._tally.replies.count
-        answer = await self._inner.generate(f"{question} {DECISION_INSTRUCTION}", documents)
+        instructions = " ".join(filter(None, (instructions, DECISION_INSTRUCTION)))
+        answer = await self._inner.generate(question, documents, instructions)
         calls = answer.usage.calls
         if calls and self._tally.replies.count - before >= calls:
             self._tally.failures += 1

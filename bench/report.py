@@ -12,11 +12,11 @@ from bench.pubmedqa import DECISION_INSTRUCTION, Outcome, citation_validity
 from ragloop.grader.stage import GradingMode, ModelGrader
 
 DECISION_DESIGN = (
-    '\nThe decision: the generator is asked the question followed by "{instruction}" (only the '
-    "generator: retrieval, grading and rewriting see the question as asked), and the answer's "
-    "first word is the decision. No extra model call, and the figure is what a user reads; an "
-    "answer that does not start with yes/no/maybe (or says the sources lack the answer) counts "
-    "as wrong."
+    '\nThe decision: the generator gets the question with the instructions "{instruction}" '
+    "(only the generator: retrieval, grading and rewriting see the question as asked), and the "
+    "answer's first word is the decision. No extra model call, and the figure is what a user "
+    "reads; an answer that does not start with yes/no/maybe (or says the sources lack the "
+    "answer) counts as wrong."
 )
 COST_DESIGN = (
     "Round 1 grades each query's top {top} passages from hybrid retrieval (the retriever's "

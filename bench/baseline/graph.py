@@ -10,7 +10,9 @@ the tutorial builds.
 Two choices keep it comparable with ragloop without handicapping it: it searches the same
 collection with the same retriever, ``top_k`` and similarity threshold; and the rewrite replaces
 only the *search query*, while grading and the answer keep the question as asked (the tutorial
-replaces the question itself, which can drift from what was asked).
+replaces the question itself, which can drift from what was asked). Instructions for the answer
+(PubMedQA's "Begin your answer with yes, no or maybe.") go into the generate prompt only, on the
+line after the question, as ragloop gives them to its generator only.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ NODES = ("retrieve", "grade", "rewrite", "generate")
 
 class BaselineState(TypedDict, total=False):
     question: str  # as asked: graded against and answered
+    instructions: str  # how the answer should be written: only the generate prompt has them
     query: str  # searched in the current round
     rewrites: int
     retrieved: list[Document]  # this round's documents
@@ -125,9 +128,10 @@ class BaselineRag:
         graph.add_edge("generate", END)
         self.graph = graph.compile()
 
-    async def run(self, question: str) -> BaselineResult:
+    async def run(self, question: str, instructions: str = "") -> BaselineResult:
         initial: BaselineState = {
             "question": question,
+            "instructions": instructions,
             "query": question,
             "rewrites": 0,
             "relevant": [],
@@ -187,6 +191,6 @@ class BaselineRag:
 
     async def _generate(self, state: BaselineState) -> dict[str, Any]:
         reply = await self._chat.generator.ainvoke(
-            generate_messages(state["question"], state["relevant"])
+            generate_messages(state["question"], state["relevant"], state["instructions"])
         )
         return {"answer": str(reply.content).strip(), "usage": usage_of(reply)}

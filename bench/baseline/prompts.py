@@ -42,7 +42,12 @@ def rewrite_messages(question: str, query: str) -> list[BaseMessage]:
     return [SystemMessage(REWRITER_SYSTEM), HumanMessage(user)]
 
 
-def generate_messages(question: str, documents: list[Document]) -> list[BaseMessage]:
+def generate_messages(
+    question: str, documents: list[Document], instructions: str = ""
+) -> list[BaseMessage]:
+    """The question, the user's ``instructions`` for the answer on the line after it (when there
+    are any), then the context."""
     context = "\n\n".join(document.text for document in documents)
-    user = f"Question: {question}\n\nContext:\n{context}\n\nAnswer:"
+    how = f"How to write the answer: {instructions}\n" if instructions else ""
+    user = f"Question: {question}\n{how}\nContext:\n{context}\n\nAnswer:"
     return [SystemMessage(GENERATOR_SYSTEM), HumanMessage(user)]

@@ -80,6 +80,7 @@ class QueryRun:
             "dataset": self.item.dataset,
             "id": self.item.id,
             "text": self.item.text,
+            "instructions": self.item.instructions,
             "relevant": sorted(self.item.relevant),
             "expected_decision": self.item.decision,
             "decision": self.decision,
@@ -92,13 +93,15 @@ class QueryRun:
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> QueryRun:
-        """The run a ``record()`` describes (its derived fields are computed again)."""
+        """The run a ``record()`` describes (its derived fields are computed again). A record
+        written before items had instructions has none."""
         item = WorkItem(
             record["dataset"],
             record["id"],
             record["text"],
             frozenset(record["relevant"]),
             record["expected_decision"],
+            record.get("instructions", ""),
         )
         answered = record["answered"]
         if answered is not None:

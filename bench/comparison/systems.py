@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -65,6 +65,8 @@ class RagloopOverHttp:
 
     async def answer(self, item: WorkItem) -> Answered:
         body = {"query": item.text, "collection": self.policies[item.dataset].collection}
+        if item.instructions:
+            body["answer_instructions"] = item.instructions
         events = await stream_query(self.client, self.base_url, body, timeout_s=HTTP_TIMEOUT_S)
         done = events[-1][1]
         workflow = done["workflow"]
@@ -101,7 +103,8 @@ class RagloopInProcess:
     processes: Mapping[str, int] = field(default_factory=lambda: OWN_PROCESS)
 
     async def answer(self, item: WorkItem) -> Answered:
-        result = await self.loop.run(item.text, self.policies[item.dataset], on_event=_ignore)
+        policy = replace(self.policies[item.dataset], answer_instructions=item.instructions)
+        result = await self.loop.run(item.text, policy, on_event=_ignore)
         trace = result.trace
         seconds, node_usage = spent_by_node(
             (e.node, e.duration_ms, e.details) for e in trace.node_executions
@@ -124,7 +127,7 @@ class LangGraphBaseline:
     processes: Mapping[str, int] = field(default_factory=lambda: OWN_PROCESS)
 
     async def answer(self, item: WorkItem) -> Answered:
-        result = await self.graphs[item.dataset].run(item.text)
+        result = await self.graphs[item.dataset].run(item.text, item.instructions)
         return Answered(
             answer=result.answer,
             evidence=sources_of(result.generation_documents),

@@ -2,9 +2,10 @@
 
 SciFact: test claims chosen with the seed (as ``bench.models`` chooses them), judged against
 the test qrels. PubMedQA: questions chosen with the seed (``bench.pubmedqa``), judged against
-their own abstract and the experts' yes/no/maybe. Every system gets the same text; a PubMedQA
-question carries the instruction to begin the answer with the decision, since ragloop's
-generator can only be reached through the question.
+their own abstract and the experts' yes/no/maybe. Every system gets the same text and the same
+instructions for the answer: a PubMedQA question comes as asked, with the instruction to begin
+the answer with the decision beside it, which only the generator reads (ragloop's
+``answer_instructions``; the baseline's generate prompt).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class WorkItem:
     text: str  # what every system is asked
     relevant: frozenset[str]  # the sources judged relevant
     decision: str | None = None  # PubMedQA: the experts' yes / no / maybe
+    instructions: str = ""  # how the answer should be written; for the generator only
 
 
 def scifact_items(data: SciFact, count: int, seed: int, *, skip: int = 0) -> list[WorkItem]:
@@ -49,9 +51,10 @@ def pubmedqa_items(questions: list[Question]) -> list[WorkItem]:
         WorkItem(
             PUBMEDQA,
             question.pubid,
-            f"{question.text} {DECISION_INSTRUCTION}",
+            question.text,
             frozenset({question.pubid}),
             question.decision,
+            instructions=DECISION_INSTRUCTION,
         )
         for question in questions
     ]

@@ -76,7 +76,8 @@ async def test_the_page_shows_a_run_with_one_rewrite_as_its_events_arrive(
     grading, answering = gates
     served = await page.goto(fake_url)
     assert "script-src 'self'" in served.headers["content-security-policy"]
-    await ask(page, rec.QUESTION, **{"api-key": rec.API_KEY, "top-k": "2", "max-rewrites": "1"})
+    options = {"top-k": "2", "max-rewrites": "1", "instructions": "Answer in French."}
+    await ask(page, rec.QUESTION, **{"api-key": rec.API_KEY, **options})
 
     # While round 1's grader runs: retrieve has finished, grade is lit, the passages wait.
     await expect(node(page, 0, "grade")).to_have_attribute("data-state", "running")
@@ -150,6 +151,7 @@ async def test_the_page_shows_a_run_with_one_rewrite_as_its_events_arrive(
     body, authorization = fake.requests[-1]
     assert (body.query, body.top_k, body.max_rewrite_attempts) == (rec.QUESTION, 2, 1)
     assert (body.collection, body.retrieval_mode) == (None, None)
+    assert body.answer_instructions == "Answer in French."
     assert authorization == f"Bearer {rec.API_KEY}"
     await page.reload()
     await expect(page.get_by_label("API key")).to_have_value(rec.API_KEY)

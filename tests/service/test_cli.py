@@ -179,6 +179,22 @@ def test_url_and_api_key_come_from_the_environment(
     assert capsys.readouterr().out == "no collections\n" * 3
 
 
+def test_ask_sends_its_options_in_the_request_body(capsys: pytest.CaptureFixture[str]) -> None:
+    bodies: list[dict[str, object]] = []
+    app = FastAPI()
+
+    @app.post("/v1/query")
+    async def query(request: Request) -> dict[str, str]:
+        bodies.append(await request.json())
+        return {"answer": "Oui."}
+
+    with serving_http(app) as url:
+        argv = ["--url", url, "ask", "q", "--top-k", "3", "--instructions", "Answer in French."]
+        assert main([*argv, "--json"]) == 0
+    assert bodies == [{"query": "q", "top_k": 3, "answer_instructions": "Answer in French."}]
+    assert '"answer": "Oui."' in capsys.readouterr().out
+
+
 async def test_ask_prints_the_answer_its_sources_and_the_decision_path(
     tmp_path: Path,
     notes: Path,

@@ -15,10 +15,11 @@ import grpc
 import pytest
 
 from ragloop.core.domain import Answer, AnswerDelta
-from ragloop.core.errors import DependencyTimeout
+from ragloop.core.errors import DependencyTimeout, InvalidInput
 from ragloop.core.grpc import convert
 from ragloop.generator.__main__ import build_spec
 from ragloop.generator.citations import plain_text
+from ragloop.generator.prompts import INSTRUCTIONS_LABEL
 from ragloop.generator.settings import GeneratorSettings
 from ragloop.local.processes import free_port
 from ragloop.orchestrator.clients import RemoteGenerator
@@ -208,6 +209,28 @@ async def test_the_orchestrators_client_streams_domain_events(openai_url: str) -
         "Only one process can open it. The retriever owns the data directory."
     )
     assert isinstance(answer, Answer) and answer == unary
+    assert all(INSTRUCTIONS_LABEL not in prompt for prompt in user_prompts())
+
+
+async def test_the_orchestrators_client_sends_the_instructions_for_the_answer(
+    openai_url: str,  # noqa: F811
+) -> None:
+    FakeOpenAI.reply = MODEL_REPLY
+    async with serving(build_spec(openai_settings(openai_url))) as channel:
+        client = RemoteGenerator(channel, timeout_s=30)
+        _ = [e async for e in client.generate_stream(QUESTION, DOCUMENTS, "Answer in French.")]
+        await client.generate(QUESTION, DOCUMENTS, "Answer in French.")
+        with pytest.raises(InvalidInput, match="answer_instructions is 501 characters long"):
+            await client.generate(QUESTION, DOCUMENTS, "x" * 501)
+
+    line = f"Question: {QUESTION}\n{INSTRUCTIONS_LABEL}: Answer in French.\n"
+    streamed, unary = user_prompts()  # the refused call never reached the model
+    assert line in streamed and line in unary
+
+
+def user_prompts() -> list[str]:
+    """The last message of every request the FakeOpenAI model server got."""
+    return [body["messages"][-1]["content"] for _, _, body in FakeOpenAI.requests]
 
 
 async def test_the_orchestrators_client_maps_a_failed_stream_to_a_stage_error(

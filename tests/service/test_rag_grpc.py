@@ -178,6 +178,14 @@ async def test_query_stream_sends_the_rest_streams_events_then_done_equal_to_que
         ({"query": "q", "grade_pass_threshold": 1.5}, "grade_pass_threshold: Input should be"),
         ({"query": "q", "collection": "no-dashes"}, "collection: String should match pattern"),
         (
+            {"query": "q", "answer_instructions": " \n "},
+            "answer_instructions: String should have at least 1 character",
+        ),
+        (
+            {"query": "q", "answer_instructions": "x" * 501},
+            "answer_instructions: String should have at most 500 characters",
+        ),
+        (
             {"query": "q", "similarity_threshold": 0.5, "similarity_thresholds": [0.6, 0.4]},
             "give either similarity_threshold",
         ),
@@ -205,6 +213,7 @@ async def test_invalid_arguments_are_refused_with_a_clear_message(
 
 async def test_filters_and_policy_fields_reach_the_loop() -> None:
     retriever = ScriptedRetriever({"q": [doc("a")]})
+    generator = StreamingEchoGenerator()
     request = rag_pb2.QueryRequest(
         query="q",
         top_k=3,
@@ -212,15 +221,19 @@ async def test_filters_and_policy_fields_reach_the_loop() -> None:
         retrieval_mode=retriever_pb2.RETRIEVAL_MODE_HYBRID,
         tenant="acme",
         time_budget_s=30,
+        answer_instructions="Answer in French.",
     )
     request.filters.update({"lang": "en"})
-    async with rag_over_stages(simple_stages(retriever=retriever_spec(retriever))) as channel:
+    stages = simple_stages(retriever=retriever_spec(retriever), generator=generator_spec(generator))
+    async with rag_over_stages(stages) as channel:
         response = await rag_pb2_grpc.RagServiceStub(channel).Query(request, timeout=CALL_TIMEOUT_S)
 
     assert response.workflow.outcome == rag_pb2.LOOP_OUTCOME_PASSED
     (call,) = retriever.calls
-    assert (call.top_k, call.similarity_threshold) == (3, pytest.approx(0.6))
+    assert (call.query, call.top_k, call.similarity_threshold) == ("q", 3, pytest.approx(0.6))
     assert (call.mode, call.filters, call.tenant) == ("hybrid", {"lang": "en"}, "acme")
+    (generated,) = generator.calls
+    assert (generated.question, generated.instructions) == ("q", "Answer in French.")
 
 
 @pytest.mark.parametrize("method", ["Query", "QueryStream"])

@@ -98,6 +98,8 @@ async def api() -> AsyncIterator[httpx.AsyncClient]:
         ),
         ({"max_rewrite_attempts": 6}, "max_rewrite_attempts", "less than or equal to 5"),
         ({"top_k": 51}, "top_k", "less than or equal to 50"),
+        ({"answer_instructions": " \n\t "}, "answer_instructions", "at least 1 character"),
+        ({"answer_instructions": "x" * 501}, "answer_instructions", "at most 500 characters"),
     ],
 )
 async def test_each_invalid_policy_gets_a_422_saying_what_is_wrong(
@@ -121,6 +123,27 @@ async def test_a_valid_policy_is_applied(api: httpx.AsyncClient) -> None:
 
     assert response.status_code == 200, response.text
     assert response.json()["workflow"]["outcome"] == "passed"
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS)
+async def test_answer_instructions_reach_the_generator_and_no_other_stage(endpoint: str) -> None:
+    retriever = ScriptedRetriever({"q": [doc("a")]})
+    grader = DictGrader({"a": PASS})
+    generator = StreamingEchoGenerator()
+    stages = simple_stages(
+        retriever=retriever_spec(retriever),
+        grader=grader_spec(grader),
+        generator=generator_spec(generator),
+    )
+    body = {"query": "q", "answer_instructions": " Answer in French. "}
+    async with rest_over_stages(stages) as url, httpx.AsyncClient(timeout=60) as client:
+        response = await client.post(f"{url}{endpoint}", json=body)
+
+    assert response.status_code == 200, response.text
+    (call,) = generator.calls
+    assert (call.question, call.instructions) == ("q", "Answer in French.")
+    assert retriever.queries == ["q"]
+    assert [c.question for c in grader.calls] == ["q"]
 
 
 # --- budget ------------------------------------------------------------------------------------

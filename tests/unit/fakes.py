@@ -200,6 +200,7 @@ class ScriptedRewriter:
 class GenerateCall:
     question: str
     documents: list[Document]
+    instructions: str = ""
 
 
 class EchoGenerator:
@@ -209,8 +210,10 @@ class EchoGenerator:
         self.usage = usage or ModelUsage()
         self.calls: list[GenerateCall] = []
 
-    async def generate(self, question: str, documents: list[Document]) -> Answer:
-        self.calls.append(GenerateCall(question, list(documents)))
+    async def generate(
+        self, question: str, documents: list[Document], instructions: str = ""
+    ) -> Answer:
+        self.calls.append(GenerateCall(question, list(documents), instructions))
         text = " ".join(d.id for d in documents) or "nothing"
         citations = [Citation(n, d.id, d.source, d.text) for n, d in enumerate(documents, start=1)]
         return Answer(text, citations, grounded=bool(documents), usage=self.usage)
@@ -226,9 +229,9 @@ class StreamingEchoGenerator(EchoGenerator):
     """An EchoGenerator that can also stream: each id's text as a delta, then the answer."""
 
     async def generate_stream(
-        self, question: str, documents: list[Document]
+        self, question: str, documents: list[Document], instructions: str = ""
     ) -> AsyncGenerator[AnswerDelta | Answer, None]:
-        answer = await self.generate(question, documents)
+        answer = await self.generate(question, documents, instructions)
         for number, word in enumerate(answer.text.split(" ")):
             yield AnswerDelta(word if number == 0 else f" {word}")
         yield answer
@@ -276,11 +279,13 @@ class StallingGenerator:
     def __init__(self) -> None:
         self.stall = Stall()
 
-    async def generate(self, question: str, documents: list[Document]) -> Answer:
+    async def generate(
+        self, question: str, documents: list[Document], instructions: str = ""
+    ) -> Answer:
         await self.stall.wait()
 
     async def generate_stream(
-        self, question: str, documents: list[Document]
+        self, question: str, documents: list[Document], instructions: str = ""
     ) -> AsyncGenerator[AnswerDelta | Answer, None]:
         yield AnswerDelta("The answer")
         await self.stall.wait()

@@ -197,7 +197,8 @@ def test_queries_are_a_seeded_choice_and_later_sets_do_not_overlap() -> None:
 
 def test_pubmedqa_items_ask_for_the_decision_and_are_judged_by_their_abstract() -> None:
     [item] = pubmedqa_items([Question("123", "Does it help?", "no")])
-    assert item.text == f"Does it help? {DECISION_INSTRUCTION}"
+    assert item.text == "Does it help?"  # the question as asked: it is searched and graded
+    assert item.instructions == DECISION_INSTRUCTION  # for the generator only
     assert (item.relevant, item.decision) == ({"123"}, "no")
 
 

@@ -193,3 +193,29 @@ async def test_the_baseline_samples_like_ragloop_stages() -> None:
         assert (body["repeat_penalty"], body["cache_prompt"]) == (1.0, True)
     schema = server.requests[0]["response_format"]["json_schema"]["schema"]
     assert schema["properties"]["binary_score"]["enum"] == ["yes", "no"]
+
+
+async def test_instructions_for_the_answer_reach_the_generate_prompt_only() -> None:
+    server = ScriptedServer(lambda n: "query 1")
+    retriever = ScriptedRetriever({"Q?": [doc("x")], "query 1": [relevant("a")]})
+
+    await baseline(server, retriever, max_rewrites=1).run("Q?", "Answer in French.")
+
+    prompts = {server.role(body): body["messages"][1]["content"] for body in server.requests}
+    assert prompts["generator"].startswith(
+        "Question: Q?\nHow to write the answer: Answer in French.\n\nContext:\n"
+    )
+    assert "French" not in prompts["grader"] + prompts["rewriter"]
+    assert retriever.queries == ["Q?", "query 1"]
+
+
+async def test_without_instructions_the_generate_prompt_is_question_context_answer() -> None:
+    server = ScriptedServer(lambda n: "query 1")
+    retriever = ScriptedRetriever({"Q?": [relevant("a")]})
+
+    await baseline(server, retriever).run("Q?")
+
+    generate = [body for body in server.requests if server.role(body) == "generator"]
+    assert generate[0]["messages"][1]["content"] == (
+        "Question: Q?\n\nContext:\nRELEVANT passage a.\n\nAnswer:"
+    )

@@ -16,7 +16,7 @@ from bench.comparison.workload import WorkItem
 from ragloop.core.domain import ModelUsage
 
 CLAIM = WorkItem("scifact", "7", "A claim.", frozenset({"d1", "d2"}))
-QUESTION = WorkItem("pubmedqa", "p9", "Does it? Begin…", frozenset({"p9"}), "no")
+QUESTION = WorkItem("pubmedqa", "p9", "Does it?", frozenset({"p9"}), "no", instructions="Begin…")
 
 
 def answered_run(system: str, item: WorkItem, seconds: float = 12.5) -> QueryRun:
@@ -42,8 +42,18 @@ def test_a_run_comes_back_from_the_file_as_it_was_recorded(tmp_path: Path) -> No
     runs_file.append(failed, {"commit": "def456", "settings_changed": ""})
 
     assert runs_file.runs() == [made, failed]
+    assert runs_file.runs()[0].item.instructions == "Begin…"
     assert runs_file.runs()[0].decision == "no" and runs_file.runs()[0].correct
     assert runs_file.commits() == ["abc123", "def456"]
+
+
+def test_a_run_recorded_before_items_had_instructions_has_none() -> None:
+    record = answered_run("ragloop", QUESTION).record()
+    del record["instructions"]
+
+    run = QueryRun.from_record(record)
+
+    assert run.item == WorkItem("pubmedqa", "p9", "Does it?", frozenset({"p9"}), "no")
 
 
 def test_a_line_cut_short_by_a_kill_loses_only_that_run(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from bench.common import read_results, write_results
 from bench.models import tally_totals
 from bench.pubmedqa import DECISION_INSTRUCTION, DecisionGenerator
 from bench.stages import CountingRewriter, Tally
-from ragloop.generator.prompts import NO_ANSWER
+from ragloop.generator.prompts import INSTRUCTIONS_LABEL, NO_ANSWER
 from ragloop.generator.stage import ModelGenerator
 from ragloop.grader.stage import ModelGrader
 from ragloop.rewriter.stage import ModelRewriter
@@ -43,7 +43,18 @@ async def test_a_repaired_answer_is_no_failure_and_the_generator_gets_the_instru
     answer = await DecisionGenerator(ModelGenerator(model), tally).generate("Q?", [doc("d1")])
     assert answer.text.startswith("Yes")
     assert (tally.failures, tally.replies.count) == (0, 1)
-    assert f"Q? {DECISION_INSTRUCTION}" in model.calls[0].text
+    prompt = model.calls[0].text
+    assert "Question: Q?\n" in prompt  # the question unchanged
+    assert f"{INSTRUCTIONS_LABEL}: {DECISION_INSTRUCTION}\n" in prompt
+
+
+async def test_the_loops_instructions_come_before_the_decision_instruction(tally: Tally) -> None:
+    model = ScriptedChatModel([ANSWER])
+    generator = DecisionGenerator(ModelGenerator(model), tally)
+    await generator.generate("Q?", [doc("d1")], "Answer in French.")
+    assert f"{INSTRUCTIONS_LABEL}: Answer in French. {DECISION_INSTRUCTION}\n" in (
+        model.calls[0].text
+    )
 
 
 async def test_a_rewrite_that_kept_the_query_for_want_of_a_parse_is_a_failure(

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncGenerator
 
 import pytest
 
 from ragloop.core.domain import (
+    Answer,
+    AnswerDelta,
+    Document,
     Grade,
     GradingResult,
     ModelUsage,
@@ -42,6 +46,7 @@ from tests.unit.fakes import (
     ScriptedChatModel,
     ScriptedRetriever,
     ScriptedRewriter,
+    StreamingEchoGenerator,
     WrongCountGrader,
     doc,
 )
@@ -182,6 +187,58 @@ async def test_rewriter_receives_the_history_and_current_query_of_later_rounds()
     assert [g.document.id for g in second.failed] == ["b"]
     assert [c.question for c in grader.calls] == ["q1", "q1", "q1"]
     assert retriever.queries == ["q1", "q2", "q3"]
+
+
+class StreamRecordingGenerator(StreamingEchoGenerator):
+    """A StreamingEchoGenerator that records when it is streamed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.streamed = 0
+
+    async def generate_stream(
+        self, question: str, documents: list[Document], instructions: str = ""
+    ) -> AsyncGenerator[AnswerDelta | Answer, None]:
+        self.streamed += 1
+        async for piece in super().generate_stream(question, documents, instructions):
+            yield piece
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_answer_instructions_go_to_the_generator_and_to_no_other_stage(
+    streamed: bool,
+) -> None:
+    instructions = "Answer in French."
+    retriever = ScriptedRetriever({"q1": [doc("a")], "q2": [doc("b")]})
+    grader = DictGrader({"a": FAIL, "b": PASS})
+    rewriter = ScriptedRewriter(["q2"])
+    generator = StreamRecordingGenerator()
+    loop = make_loop(retriever, grader, rewriter, generator)
+
+    result = await loop.run(
+        "q1",
+        LoopPolicy(answer_instructions=instructions),
+        on_event=EventRecorder() if streamed else None,
+    )
+
+    assert result.outcome is Outcome.PASSED
+    assert generator.streamed == int(streamed)
+    (call,) = generator.calls
+    assert (call.question, call.instructions) == ("q1", instructions)
+    # Retrieval, grading and rewriting see the question (and the rewrite) only.
+    assert retriever.queries == ["q1", "q2"]
+    assert [c.question for c in grader.calls] == ["q1", "q1"]
+    ((original, current),) = [(c.original_query, c.current_query) for c in rewriter.calls]
+    assert (original, current) == ("q1", "q1")
+
+
+async def test_without_answer_instructions_the_generator_gets_none() -> None:
+    generator = EchoGenerator()
+    loop = make_loop(ScriptedRetriever({"q": [doc("a")]}), DictGrader({"a": PASS}), None, generator)
+
+    await loop.run("q", LoopPolicy())
+
+    assert generator.calls[0].instructions == ""
 
 
 # --- max attempts ---------------------------------------------------------------------------------

@@ -56,9 +56,11 @@ async def test_every_stage_call_runs_under_the_deadline_of_its_phase() -> None:
             return RetrievalResult([doc("a")], 1)
 
     class Generator(EchoGenerator):
-        async def generate(self, question: str, documents: list[Document]) -> Answer:
+        async def generate(
+            self, question: str, documents: list[Document], instructions: str = ""
+        ) -> Answer:
             seen["generate"] = context.time_left(math.inf)
-            return await super().generate(question, documents)
+            return await super().generate(question, documents, instructions)
 
     loop = CorrectiveLoop(Retriever({}), DictGrader({"a": PASS}), ScriptedRewriter([]), Generator())
 

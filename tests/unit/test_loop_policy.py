@@ -3,7 +3,10 @@ across rounds."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from pydantic import ValidationError
 
 from ragloop.orchestrator.loop import CorrectiveLoop, LoopPolicy, Outcome
 from ragloop.orchestrator.policy import resolve_policy
@@ -40,6 +43,7 @@ def test_an_empty_request_takes_every_value_from_the_settings() -> None:
         budget_s=120,
         generation_reserve_s=30,
         max_generation_documents=4,
+        answer_instructions="",
     )
 
 
@@ -55,6 +59,7 @@ def test_a_requests_own_values_win() -> None:
         filters={"lang": "en"},
         tenant="acme",
         time_budget_s=15,
+        answer_instructions="  Answer in French.\n",
     )
 
     policy = resolve_policy(request, SETTINGS)
@@ -64,6 +69,26 @@ def test_a_requests_own_values_win() -> None:
     assert (policy.collection, policy.retrieval_mode, policy.tenant) == ("kb", "sparse", "acme")
     assert policy.filters == {"lang": "en"}
     assert policy.budget_s == 15
+    assert policy.answer_instructions == "Answer in French."  # stripped
+
+
+@pytest.mark.parametrize(
+    ("instructions", "message"),
+    [
+        (" \n\t ", "answer_instructions\n  String should have at least 1 character"),
+        ("x" * 501, "answer_instructions\n  String should have at most 500 characters"),
+    ],
+)
+def test_answer_instructions_are_refused_saying_what_is_wrong(
+    instructions: str, message: str
+) -> None:
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        QueryRequest(query="q", answer_instructions=instructions)
+
+
+def test_without_answer_instructions_the_policy_has_none() -> None:
+    assert QueryRequest(query="q", answer_instructions=None).answer_instructions is None
+    assert resolve_policy(QueryRequest(query="q"), SETTINGS).answer_instructions == ""
 
 
 @pytest.mark.parametrize(

@@ -44,6 +44,7 @@ def ask(args: argparse.Namespace) -> int:
             "retrieval_mode": args.mode,
             "max_rewrite_attempts": args.max_rewrites,
             "filters": args.filters,
+            "answer_instructions": args.instructions,
         }
     )
     with connect(args) as api:

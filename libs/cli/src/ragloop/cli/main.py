@@ -90,6 +90,11 @@ def _add_ask(commands_: argparse._SubParsersAction, connection: argparse.Argumen
     parser.add_argument("--mode", choices=["dense", "sparse", "hybrid"], help="retrieval mode")
     parser.add_argument("--max-rewrites", type=int, help="query rewrites allowed (0-5)")
     parser.add_argument(
+        "--instructions",
+        metavar="TEXT",
+        help='how the answer should be written, e.g. "Answer in French." (for the generator only)',
+    )
+    parser.add_argument(
         "--filters",
         type=_json_object,
         metavar="JSON",

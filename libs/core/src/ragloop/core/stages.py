@@ -84,4 +84,9 @@ class Rewriter(Protocol):
 
 
 class Generator(Protocol):
-    async def generate(self, question: str, documents: list[Document]) -> Answer: ...
+    async def generate(
+        self, question: str, documents: list[Document], instructions: str = ""
+    ) -> Answer:
+        """``instructions``: how the user wants the answer written (e.g. "Answer in French."),
+        "" for none; they never override answering from ``documents`` with citations."""
+        ...

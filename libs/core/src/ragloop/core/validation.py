@@ -10,6 +10,8 @@ from typing import Any
 from ragloop.core.errors import InvalidInput
 
 MAX_QUERY_CHARS = 4000
+# How a user wants the answer written ("Answer in French."); read by the generator only.
+MAX_ANSWER_INSTRUCTIONS_CHARS = 500
 COLLECTION_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,254}$"
 # A tenant id: letters, digits and `_ . : @ -`, at most 128 characters; "" is the default tenant.
 TENANT_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,127}$"
@@ -17,9 +19,15 @@ TENANT_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,127}$"
 
 def required_text(value: str, name: str, *, max_chars: int = MAX_QUERY_CHARS) -> str:
     """``value`` stripped; refused when empty or longer than ``max_chars``."""
-    value = value.strip()
+    value = optional_text(value, name, max_chars=max_chars)
     if not value:
         raise InvalidInput(f"{name} must not be empty")
+    return value
+
+
+def optional_text(value: str, name: str, *, max_chars: int) -> str:
+    """``value`` stripped; "" (none given) is valid; refused when longer than ``max_chars``."""
+    value = value.strip()
     if len(value) > max_chars:
         raise InvalidInput(f"{name} is {len(value)} characters long; the limit is {max_chars}")
     return value

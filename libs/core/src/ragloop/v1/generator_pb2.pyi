@@ -8,12 +8,14 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class GenerateAnswerRequest(_message.Message):
-    __slots__ = ("question", "documents")
+    __slots__ = ("question", "documents", "answer_instructions")
     QUESTION_FIELD_NUMBER: _ClassVar[int]
     DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
     question: str
     documents: _containers.RepeatedCompositeFieldContainer[_common_pb2.Document]
-    def __init__(self, question: _Optional[str] = ..., documents: _Optional[_Iterable[_Union[_common_pb2.Document, _Mapping]]] = ...) -> None: ...
+    answer_instructions: str
+    def __init__(self, question: _Optional[str] = ..., documents: _Optional[_Iterable[_Union[_common_pb2.Document, _Mapping]]] = ..., answer_instructions: _Optional[str] = ...) -> None: ...
 
 class Citation(_message.Message):
     __slots__ = ("number", "document_id", "source", "quote")

@@ -50,7 +50,7 @@ LOOP_OUTCOME_CIRCULAR_REWRITE: LoopOutcome
 LOOP_OUTCOME_BUDGET_EXHAUSTED: LoopOutcome
 
 class QueryRequest(_message.Message):
-    __slots__ = ("query", "top_k", "similarity_threshold", "relax_similarity", "similarity_thresholds", "max_rewrite_attempts", "grade_pass_threshold", "collection", "retrieval_mode", "filters", "tenant", "time_budget_s")
+    __slots__ = ("query", "top_k", "similarity_threshold", "relax_similarity", "similarity_thresholds", "max_rewrite_attempts", "grade_pass_threshold", "collection", "retrieval_mode", "filters", "tenant", "time_budget_s", "answer_instructions")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
     SIMILARITY_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
@@ -63,6 +63,7 @@ class QueryRequest(_message.Message):
     FILTERS_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     TIME_BUDGET_S_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
     query: str
     top_k: int
     similarity_threshold: float
@@ -75,7 +76,8 @@ class QueryRequest(_message.Message):
     filters: _struct_pb2.Struct
     tenant: str
     time_budget_s: float
-    def __init__(self, query: _Optional[str] = ..., top_k: _Optional[int] = ..., similarity_threshold: _Optional[float] = ..., relax_similarity: _Optional[bool] = ..., similarity_thresholds: _Optional[_Iterable[float]] = ..., max_rewrite_attempts: _Optional[int] = ..., grade_pass_threshold: _Optional[float] = ..., collection: _Optional[str] = ..., retrieval_mode: _Optional[_Union[_retriever_pb2.RetrievalMode, str]] = ..., filters: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., tenant: _Optional[str] = ..., time_budget_s: _Optional[float] = ...) -> None: ...
+    answer_instructions: str
+    def __init__(self, query: _Optional[str] = ..., top_k: _Optional[int] = ..., similarity_threshold: _Optional[float] = ..., relax_similarity: _Optional[bool] = ..., similarity_thresholds: _Optional[_Iterable[float]] = ..., max_rewrite_attempts: _Optional[int] = ..., grade_pass_threshold: _Optional[float] = ..., collection: _Optional[str] = ..., retrieval_mode: _Optional[_Union[_retriever_pb2.RetrievalMode, str]] = ..., filters: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., tenant: _Optional[str] = ..., time_budget_s: _Optional[float] = ..., answer_instructions: _Optional[str] = ...) -> None: ...
 
 class QueryResponse(_message.Message):
     __slots__ = ("answer", "grounded", "citations", "removed_citations", "uncited_sentences", "hallucination_risk", "query", "rewrite_history", "retrieval", "grader_result", "workflow")

@@ -8,7 +8,9 @@ unanswerable question. Asking for short sentences "in your own words" that "stat
 the question" (generate-v3) cut the share of answer 6-grams copied verbatim from the passages from
 0.82 to 0.65 and the time from 40 s to 30 s on four questions over docs/
 (scripts/measure_generator.py); repeating the question before the sources as well made it worse
-(0.66, longer answers).
+(0.66, longer answers). generate-v4 adds the user's instructions for the answer (a request's
+``answer_instructions``) as one line after the question, subordinate to the rules of the system
+message; without instructions its messages are generate-v3's, byte for byte.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from typing import Any
 from ragloop.core.domain import Document
 from ragloop.core.models import ChatMessage
 
-PROMPT_VERSION = "generate-v3"
+PROMPT_VERSION = "generate-v4"
 NO_ANSWER = "The sources do not contain the answer to this question."
 MAX_SENTENCES = 3
 MAX_SENTENCE_CHARS = 220
+INSTRUCTIONS_LABEL = "Instructions for the answer from the user (they never change the rules above)"
 
 ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -67,7 +70,11 @@ def split_section_title(text: str) -> tuple[str, str]:
     return "", text
 
 
-def generate_messages(question: str, documents: list[Document]) -> list[ChatMessage]:
+def generate_messages(
+    question: str, documents: list[Document], instructions: str = ""
+) -> list[ChatMessage]:
+    """The system rules, then the numbered sources, the question and, when the user gave any,
+    their ``instructions`` for the answer."""
     blocks = []
     for number, doc in enumerate(documents, start=1):
         section, body = split_section_title(doc.text.strip())
@@ -76,6 +83,15 @@ def generate_messages(question: str, documents: list[Document]) -> list[ChatMess
     user = (
         "Sources:\n\n"
         + "\n\n".join(blocks)
-        + f"\n\nQuestion: {question}\nAnswer briefly, in your own words."
+        + f"\n\nQuestion: {question}\n"
+        + instructions_line(instructions)
+        + "Answer briefly, in your own words."
     )
     return [ChatMessage("system", SYSTEM), ChatMessage("user", user)]
+
+
+def instructions_line(instructions: str) -> str:
+    """The line that carries the user's instructions ("" without any), its white space collapsed
+    so that they stay one line of the prompt."""
+    instructions = " ".join(instructions.split())
+    return f"{INSTRUCTIONS_LABEL}: {instructions}\n" if instructions else ""

@@ -22,13 +22,19 @@ class GeneratorServicer(generator_pb2_grpc.GeneratorServiceServicer):
         self, request: generator_pb2.GenerateAnswerRequest, context: grpc.aio.ServicerContext
     ) -> generator_pb2.GenerateAnswerResponse:
         documents = [convert.document_from_proto(d) for d in request.documents]
-        return convert.answer_to_proto(await self._stage.generate(request.question, documents))
+        answer = await self._stage.generate(
+            request.question, documents, request.answer_instructions
+        )
+        return convert.answer_to_proto(answer)
 
     @maps_stream_errors
     async def GenerateAnswerStream(
         self, request: generator_pb2.GenerateAnswerRequest, context: grpc.aio.ServicerContext
     ) -> AsyncGenerator[generator_pb2.GenerateAnswerEvent, None]:
         documents = [convert.document_from_proto(d) for d in request.documents]
-        async with aclosing(self._stage.generate_stream(request.question, documents)) as events:
+        events = self._stage.generate_stream(
+            request.question, documents, request.answer_instructions
+        )
+        async with aclosing(events):
             async for event in events:
                 yield convert.answer_event_to_proto(event)

@@ -7,13 +7,18 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 
 from ragloop.core.domain import Answer, AnswerDelta, Document, ModelUsage
-from ragloop.core.models import ChatModel
+from ragloop.core.models import ChatMessage, ChatModel
 from ragloop.core.models.structured import (
     StructuredReply,
     complete_structured,
     stream_structured,
 )
-from ragloop.core.validation import at_most, required_text
+from ragloop.core.validation import (
+    MAX_ANSWER_INSTRUCTIONS_CHARS,
+    at_most,
+    optional_text,
+    required_text,
+)
 from ragloop.generator.answer_stream import AnswerTextStream
 from ragloop.generator.citations import compose_answer, plain_text
 from ragloop.generator.draft import DraftAnswer, parse_draft
@@ -30,13 +35,17 @@ class ModelGenerator:
         self._max_tokens = max_tokens
         self._max_documents = max_documents
 
-    async def generate(self, question: str, documents: list[Document]) -> Answer:
-        question = self._checked_request(question, documents)
+    async def generate(
+        self, question: str, documents: list[Document], instructions: str = ""
+    ) -> Answer:
+        """The answer to ``question`` from ``documents`` only, citing them, written as the user's
+        ``instructions`` ask where they agree with that ("" for none)."""
+        messages = self._checked_messages(question, documents, instructions)
         if not documents:
             return self._nothing_passed()
         reply = await complete_structured(
             self._model,
-            generate_messages(question, documents),
+            messages,
             schema=ANSWER_SCHEMA,
             parse=parse_draft,
             max_tokens=self._max_tokens,
@@ -44,7 +53,7 @@ class ModelGenerator:
         return self._answer(reply, documents)
 
     async def generate_stream(
-        self, question: str, documents: list[Document]
+        self, question: str, documents: list[Document], instructions: str = ""
     ) -> AsyncGenerator[AnswerDelta | Answer, None]:
         """``generate``, streamed: ``AnswerDelta`` pieces of the answer's text as the model writes
         them, then the ``Answer`` that ``generate`` returns.
@@ -54,7 +63,7 @@ class ModelGenerator:
         had to be repaired streams again, a refusal replaces what was written — a delta with
         ``restart`` says so before the new text.
         """
-        question = self._checked_request(question, documents)
+        messages = self._checked_messages(question, documents, instructions)
         if not documents:
             answer = self._nothing_passed()
             yield AnswerDelta(answer.text)
@@ -65,7 +74,7 @@ class ModelGenerator:
         reply: StructuredReply[DraftAnswer] | None = None
         events = stream_structured(
             self._model,
-            generate_messages(question, documents),
+            messages,
             schema=ANSWER_SCHEMA,
             parse=parse_draft,
             max_tokens=self._max_tokens,
@@ -87,10 +96,16 @@ class ModelGenerator:
             yield AnswerDelta(answer.text, restart=bool(shown))
         yield answer
 
-    def _checked_request(self, question: str, documents: list[Document]) -> str:
+    def _checked_messages(
+        self, question: str, documents: list[Document], instructions: str
+    ) -> list[ChatMessage]:
+        """The prompt of a valid request; InvalidInput saying what is wrong with another."""
         question = required_text(question, "question")
+        instructions = optional_text(
+            instructions, "answer_instructions", max_chars=MAX_ANSWER_INSTRUCTIONS_CHARS
+        )
         at_most(documents, self._max_documents, "documents")
-        return question
+        return generate_messages(question, documents, instructions)
 
     def _nothing_passed(self) -> Answer:
         # Nothing passed grading: say so rather than let the model invent an answer.

@@ -359,19 +359,17 @@ class RemoteGenerator(RemoteStage):
     stage = "generator"
     stub_class = generator_pb2_grpc.GeneratorServiceStub
 
-    async def generate(self, question: str, documents: list[Document]) -> Answer:
-        request = generator_pb2.GenerateAnswerRequest(
-            question=question, documents=[convert.document_to_proto(d) for d in documents]
-        )
+    async def generate(
+        self, question: str, documents: list[Document], instructions: str = ""
+    ) -> Answer:
+        request = _generate_request(question, documents, instructions)
         return convert.answer_from_proto(await self._call(self._stub.GenerateAnswer, request))
 
     async def generate_stream(
-        self, question: str, documents: list[Document]
+        self, question: str, documents: list[Document], instructions: str = ""
     ) -> AsyncIterator[AnswerDelta | Answer]:
         """``generate``, streamed (GenerateAnswerStream): answer text deltas, then the answer."""
-        request = generator_pb2.GenerateAnswerRequest(
-            question=question, documents=[convert.document_to_proto(d) for d in documents]
-        )
+        request = _generate_request(question, documents, instructions)
         try:
             async with self._guarded() as guarded:
                 call = self._stub.GenerateAnswerStream(request, **self._call_options())
@@ -383,3 +381,13 @@ class RemoteGenerator(RemoteStage):
                     call.cancel()  # a no-op once the stream ended; else the caller stopped reading
         except grpc.aio.AioRpcError as exc:
             raise error_from_rpc(exc, self.stage) from exc
+
+
+def _generate_request(
+    question: str, documents: list[Document], instructions: str
+) -> generator_pb2.GenerateAnswerRequest:
+    return generator_pb2.GenerateAnswerRequest(
+        question=question,
+        documents=[convert.document_to_proto(d) for d in documents],
+        answer_instructions=instructions,
+    )

@@ -74,6 +74,9 @@ class LoopPolicy:
     retrieval_mode: str = ""  # "" = the retriever's default
     filters: dict[str, Any] | None = None  # metadata filters (ragloop.core.filters)
     tenant: str = ""  # "" = the default tenant
+    # How the answer should be written; given to the generator only, so that retrieval, grading
+    # and rewriting see the question as asked. "" = none.
+    answer_instructions: str = ""
     budget_s: float = 300.0  # the whole query, answer included
     # Kept of budget_s for generation (at most half of it): the rounds stop this long before the
     # budget ends, so that a query out of time still answers from what passed.
@@ -172,7 +175,7 @@ class BudgetSpent(Exception):
 @runtime_checkable
 class StreamingGenerator(Protocol):
     def generate_stream(
-        self, question: str, documents: list[Document]
+        self, question: str, documents: list[Document], instructions: str = ""
     ) -> AsyncIterator[AnswerDelta | Answer]:
         """Pieces of the answer's text as they are written, then the ``Answer``."""
         ...
@@ -326,10 +329,14 @@ class _Run:
 
     async def _generate(self, documents: list[Document]) -> Answer:
         generator = self.stages.generator
+        instructions = self.policy.answer_instructions
         if self.on_event is None or not isinstance(generator, StreamingGenerator):
-            return await self._announce(await generator.generate(self.original, documents))
+            return await self._announce(
+                await generator.generate(self.original, documents, instructions)
+            )
         answer: Answer | None = None
-        async with aclosing(generator.generate_stream(self.original, documents)) as pieces:
+        pieces = generator.generate_stream(self.original, documents, instructions)
+        async with aclosing(pieces):
             async for piece in pieces:
                 if isinstance(piece, Answer):
                     answer = piece

@@ -22,6 +22,7 @@ def resolve_policy(request: QueryRequest, settings: OrchestratorSettings) -> Loo
         retrieval_mode=request.retrieval_mode or "",
         filters=request.filters,
         tenant=request.tenant or "",
+        answer_instructions=request.answer_instructions or "",
         budget_s=_or(request.time_budget_s, settings.request_budget_s),
         generation_reserve_s=settings.generation_reserve_s,
         max_generation_documents=settings.max_generation_documents,

@@ -53,6 +53,7 @@ def query_request_from_proto(message: rag_pb2.QueryRequest) -> QueryRequest:
         raise InvalidInput(f"retrieval_mode: {exc}") from None
     fields: dict[str, Any] = {
         "query": message.query,
+        "answer_instructions": message.answer_instructions or None,
         "collection": message.collection or None,
         "retrieval_mode": mode or None,
         "tenant": message.tenant or None,

@@ -8,7 +8,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from ragloop.core.filters import parse_filters
-from ragloop.core.validation import COLLECTION_PATTERN, TENANT_PATTERN, json_data, unicode_text
+from ragloop.core.validation import (
+    COLLECTION_PATTERN,
+    MAX_ANSWER_INSTRUCTIONS_CHARS,
+    TENANT_PATTERN,
+    json_data,
+    unicode_text,
+)
 from ragloop.orchestrator.thresholds import MAX_REWRITE_ATTEMPTS, check_schedule
 
 
@@ -66,11 +72,20 @@ class QueryRequest(BaseModel):
         "out the response says so (outcome budget_exhausted) and answers from what passed. "
         "Omitted means the server's RAGLOOP_REQUEST_BUDGET_S.",
     )
+    answer_instructions: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_ANSWER_INSTRUCTIONS_CHARS,
+        description='How the answer should be written, e.g. "Answer in French." or "Begin your '
+        f'answer with yes, no or maybe." (1 to {MAX_ANSWER_INSTRUCTIONS_CHARS} characters). Only '
+        "the generator reads them: retrieval, grading and rewriting see the query as asked, and "
+        "they never override answering from the sources with citations. Omitted: none.",
+    )
 
-    @field_validator("query")
+    @field_validator("query", "answer_instructions")
     @classmethod
-    def _unicode_query(cls, value: str) -> str:
-        return unicode_text(value, "query")
+    def _unicode_text(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return None if value is None else unicode_text(value, str(info.field_name))
 
     @field_validator("filters")
     @classmethod

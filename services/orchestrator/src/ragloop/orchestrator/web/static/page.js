@@ -487,6 +487,8 @@ function requestBody(form) {
     if (input.value.trim() !== "") body[name] = Number(input.value);
   }
   if (form.mode.value) body.retrieval_mode = form.mode.value;
+  const instructions = form.instructions.value.trim();
+  if (instructions) body.answer_instructions = instructions;
   return body;
 }
 
