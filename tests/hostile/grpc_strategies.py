@@ -206,4 +206,5 @@ GENERATE = st.builds(
     generator_pb2.GenerateAnswerRequest,
     question=TEXT,
     documents=st.lists(DOCUMENT, max_size=25),
+    answer_instructions=TEXT,
 )
