@@ -42,13 +42,13 @@ TIMING_FIELDS = {"started_at", "duration_ms", "total_duration_ms"}
 
 
 def one_rewrite_stages(runs: int = 1) -> dict[str, Any]:
-    """ "q" finds a (fails) and b (passes): 1/2 < 0.6, so a rewrite to "q2", which finds c and d
-    (both pass); the generator streams "c d". Scripted for ``runs`` queries."""
+    """ "q" finds a (fails) and c (passes): 1/2 < 0.6, so a rewrite to "q2", which finds c again
+    and d (both pass); the generator streams "c d". Scripted for ``runs`` queries."""
     return {
         "retriever": retriever_spec(
-            ScriptedRetriever({"q": [doc("a"), doc("b")], "q2": [doc("c"), doc("d")]})
+            ScriptedRetriever({"q": [doc("a"), doc("c")], "q2": [doc("c"), doc("d")]})
         ),
-        "grader": grader_spec(DictGrader({"a": FAIL, "b": PASS, "c": PASS, "d": PASS})),
+        "grader": grader_spec(DictGrader({"a": FAIL, "c": PASS, "d": PASS})),
         "rewriter": rewriter_spec(ScriptedRewriter(["q2"] * runs)),
         "generator": generator_spec(StreamingEchoGenerator()),
     }
@@ -107,7 +107,7 @@ async def test_a_run_with_one_rewrite_streams_every_node_then_done() -> None:
         ("done", None, None),
     ]
     details = {(e.data["node"], e.data["round"]): e.data["details"] for e in events[1:11:2]}
-    assert [d["id"] for d in details[("retrieve", 1)]["documents"]] == ["a", "b"]
+    assert [d["id"] for d in details[("retrieve", 1)]["documents"]] == ["a", "c"]
     assert details[("grade", 1)]["pass_rate"] == 0.5
     assert details[("grade", 1)]["should_rewrite"] is True
     assert details[("rewrite", 1)]["query"] == "q2"

@@ -34,13 +34,13 @@ FAIL = (False, 0.2)
 
 
 def one_rewrite_loop(generator: object | None = None) -> CorrectiveLoop:
-    """ "q" finds a (fails) and b (passes): 1/2 < 0.6, so a rewrite to "q2", which finds c and d
-    (both pass)."""
+    """ "q" finds a (fails) and c (passes): 1/2 < 0.6, so a rewrite to "q2", which finds c again
+    and d (both pass); the generator gets c and d, what passed in either round."""
     retriever = ScriptedRetriever(
-        {"q": [doc("a"), doc("b")], "q2": [doc("c", score=0.81234), doc("d")]},
+        {"q": [doc("a"), doc("c")], "q2": [doc("c", score=0.81234), doc("d")]},
         total_found={"q2": 4},
     )
-    grader = DictGrader({"a": FAIL, "b": PASS, "c": PASS, "d": (True, 0.7)})
+    grader = DictGrader({"a": FAIL, "c": PASS, "d": (True, 0.7)})
     return CorrectiveLoop(
         retriever, grader, ScriptedRewriter(["q2"]), generator or StreamingEchoGenerator()
     )
@@ -120,7 +120,7 @@ async def test_each_node_says_what_it_worked_on_and_found() -> None:
                 "confidence": 0.2,
                 "reasoning": "a is off topic",
             },
-            {"document_id": "b", "relevant": True, "confidence": 0.9, "reasoning": "relevant"},
+            {"document_id": "c", "relevant": True, "confidence": 0.9, "reasoning": "relevant"},
         ],
     }
     assert details[("grade", 2)]["should_rewrite"] is False

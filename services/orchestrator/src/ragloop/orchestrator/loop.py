@@ -293,7 +293,9 @@ class _Run:
                 round_ = Round(self.round_number, self.current, retrieval, grading)
                 self.trace.rounds.append(round_)
                 if round_.pass_rate >= self.policy.grade_pass_threshold:
-                    return Outcome.PASSED, best_passed_documents([round_], limit)
+                    # Passages that passed an earlier round were judged against the same
+                    # question: they are evidence as much as this round's.
+                    return Outcome.PASSED, best_passed_documents(self.trace.rounds, limit)
                 if len(self.trace.rewrite_history) >= self.policy.max_rewrite_attempts:
                     return Outcome.MAX_ATTEMPTS, best_passed_documents(self.trace.rounds, limit)
                 rewrite = await self._rewrite(round_)
