@@ -550,6 +550,7 @@ function init() {
     topK: byId("top-k"),
     maxRewrites: byId("max-rewrites"),
     mode: byId("mode"),
+    instructions: byId("instructions"),
     apiKey: byId("api-key"),
     submit: byId("submit"),
     stop: byId("stop"),
