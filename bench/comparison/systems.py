@@ -75,15 +75,10 @@ class RagloopOverHttp:
         seconds, node_usage = spent_by_node(
             (e["node"], e["duration_ms"], e["details"]) for e in workflow["node_executions"]
         )
-        usage = workflow["usage"]
         return Answered(
             answer=done["answer"],
             evidence=sources_of(generation_documents(events, limit=limit)),
-            usage=ModelUsage(
-                calls=usage["model_calls"],
-                prompt_tokens=usage["prompt_tokens"],
-                completion_tokens=usage["completion_tokens"],
-            ),
+            usage=_usage(workflow["usage"]),
             node_seconds=seconds,
             decision_path=list(workflow["decision_path"]),
             rewrites=done["query"]["rewrite_count"],

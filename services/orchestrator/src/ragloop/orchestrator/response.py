@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragloop.core.domain import GradingResult, RetrievalResult
+from ragloop.orchestrator.events import usage_details
 from ragloop.orchestrator.loop import LoopResult, Outcome, Round
 from ragloop.orchestrator.schemas import (
     CitationOut,
@@ -85,10 +86,6 @@ def build_query_response(result: LoopResult) -> QueryResponse:
                 for n in result.trace.node_executions
             ],
             total_duration_ms=round(result.total_duration_ms, 1),
-            usage=UsageOut(
-                model_calls=usage.calls,
-                prompt_tokens=usage.prompt_tokens,
-                completion_tokens=usage.completion_tokens,
-            ),
+            usage=UsageOut(**usage_details(usage)),
         ),
     )
