@@ -382,6 +382,60 @@ async def test_circular_rewrite_stops_the_loop(
     assert generator.document_ids == ["a"]  # best passed so far
 
 
+# --- a rewrite that finds nothing new -------------------------------------------------------------
+
+
+async def test_a_rewrite_that_finds_only_passages_seen_before_ends_the_loop() -> None:
+    # The paraphrase finds the same passages in another order: a second rewrite would start from
+    # the same failed passages, so the loop answers instead.
+    retriever = ScriptedRetriever({"What is x": [doc("a"), doc("b")], "x?": [doc("b"), doc("a")]})
+    grader = DictGrader({"a": (True, 0.5)})  # 1/2 < 0.6
+    rewriter = ScriptedRewriter(["x?", "never asked"])
+    generator = EchoGenerator()
+
+    result = await make_loop(retriever, grader, rewriter, generator).run("What is x", LoopPolicy())
+
+    assert result.outcome is Outcome.NO_NEW_DOCUMENTS
+    assert retriever.queries == ["What is x", "x?"]
+    assert len(rewriter.calls) == 1
+    assert result.final_query == "x?"
+    assert [a.query for a in result.trace.rewrite_history] == ["x?"]
+    assert result.trace.decision_path == [
+        "retrieve",
+        "grade",
+        "rewrite",
+        "retrieve",
+        "grade",
+        "generate",
+    ]
+    assert generator.document_ids == ["a"]
+
+
+@pytest.mark.parametrize(
+    ("second_round", "relaxation"),
+    [
+        (["a", "c"], ()),  # one new passage is enough to go on
+        ([], ()),  # nothing found is not "nothing new": the next rewrite may do better
+        (["a", "b"], (0.5, 0.5, 0.2)),  # round 3 searches under a lower similarity threshold
+    ],
+    ids=["one-new-passage", "nothing-found", "threshold-relaxes-next-round"],
+)
+async def test_the_loop_goes_on_when_the_next_round_can_find_more(
+    second_round: list[str], relaxation: tuple[float, ...]
+) -> None:
+    retriever = ScriptedRetriever(
+        {"q": [doc("a"), doc("b")], "q2": [doc(i) for i in second_round], "q3": [doc("d")]}
+    )
+    grader = DictGrader({"d": PASS})
+    rewriter = ScriptedRewriter(["q2", "q3"])
+    policy = LoopPolicy(similarity_relaxation=relaxation)
+
+    result = await make_loop(retriever, grader, rewriter, EchoGenerator()).run("q", policy)
+
+    assert result.outcome is Outcome.PASSED
+    assert retriever.queries == ["q", "q2", "q3"]
+
+
 # --- zero documents -------------------------------------------------------------------------------
 
 

@@ -21,7 +21,7 @@ from ragloop.generator.prompts import ANSWER_SCHEMA, NO_ANSWER
 from ragloop.generator.stage import ModelGenerator
 from ragloop.grader.prompts import GRADE_SCHEMA
 from ragloop.grader.stage import ModelGrader
-from ragloop.rewriter.prompts import REWRITE_SCHEMA
+from ragloop.rewriter.prompts import EXCERPT_CHARS, REWRITE_SCHEMA
 from ragloop.rewriter.stage import ModelRewriter
 from tests.unit.fakes import ScriptedChatModel, doc
 
@@ -202,6 +202,23 @@ async def test_rewriter_returns_the_models_query() -> None:
     assert "about fruit, not databases" in prompt
 
 
+async def test_rewriter_prompt_shows_three_short_failed_passages_and_each_query_once() -> None:
+    model = ScriptedChatModel([rewrite_reply("milvus index types")])
+    failed = [
+        GradedDocument(doc(f"d{i}", f"Passage {i} " + "x" * 300), Grade(f"d{i}", False, 0.9, "off"))
+        for i in range(5)
+    ]
+
+    await ModelRewriter(model).rewrite("What is Milvus?", "What is Milvus?", failed, [])
+
+    prompt = model.calls[0].messages[1].content
+    assert "Current query" not in prompt  # the same as the question
+    assert prompt.count("What is Milvus?") == 2  # the question, and the one query tried
+    assert [f"Passage {i}" in prompt for i in range(5)] == [True, True, True, False, False]
+    assert "x" * (EXCERPT_CHARS - len("Passage 0 ")) in prompt
+    assert "x" * (EXCERPT_CHARS - len("Passage 0 ") + 1) not in prompt
+
+
 @pytest.mark.parametrize(
     "repeat",
     ["what IS milvus", "Milvus index?!", "milvus   overview."],
@@ -218,6 +235,9 @@ async def test_rewriter_asks_again_once_after_a_repeated_query(repeat: str) -> N
     assert result.usage.calls == 2
     second = model.calls[1].messages
     assert second[: len(model.calls[0].messages)] == model.calls[0].messages
+    # The repeated reply stays in the conversation, as the model's own turn, before the request.
+    assert second[-2].role == "assistant"
+    assert json.loads(second[-2].content)["rewritten_query"] == " ".join(repeat.split())
     assert second[-1].role == "user"
     assert repr(" ".join(repeat.split())) in second[-1].content  # as parsed: spaces collapsed
     assert "already tried" in second[-1].content

@@ -14,6 +14,7 @@ OUTCOMES = {
     "max_attempts": "rewrites used up; answered from the best passages that passed",
     "circular_rewrite": "a rewrite repeated an earlier query; answered from the best passages",
     "budget_exhausted": "the time budget was spent; answered from the best passages",
+    "no_new_documents": "a rewrite found only passages seen before; answered from the best",
 }
 
 

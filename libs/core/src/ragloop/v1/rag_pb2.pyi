@@ -35,6 +35,7 @@ class LoopOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     LOOP_OUTCOME_MAX_ATTEMPTS: _ClassVar[LoopOutcome]
     LOOP_OUTCOME_CIRCULAR_REWRITE: _ClassVar[LoopOutcome]
     LOOP_OUTCOME_BUDGET_EXHAUSTED: _ClassVar[LoopOutcome]
+    LOOP_OUTCOME_NO_NEW_DOCUMENTS: _ClassVar[LoopOutcome]
 LOOP_NODE_UNSPECIFIED: LoopNode
 LOOP_NODE_RETRIEVE: LoopNode
 LOOP_NODE_GRADE: LoopNode
@@ -48,6 +49,7 @@ LOOP_OUTCOME_PASSED: LoopOutcome
 LOOP_OUTCOME_MAX_ATTEMPTS: LoopOutcome
 LOOP_OUTCOME_CIRCULAR_REWRITE: LoopOutcome
 LOOP_OUTCOME_BUDGET_EXHAUSTED: LoopOutcome
+LOOP_OUTCOME_NO_NEW_DOCUMENTS: LoopOutcome
 
 class QueryRequest(_message.Message):
     __slots__ = ("query", "top_k", "similarity_threshold", "relax_similarity", "similarity_thresholds", "max_rewrite_attempts", "grade_pass_threshold", "collection", "retrieval_mode", "filters", "tenant", "time_budget_s", "answer_instructions")

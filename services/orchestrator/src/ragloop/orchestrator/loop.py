@@ -1,7 +1,8 @@
 """The corrective RAG loop, as pure async code over the four stage interfaces.
 
 retrieve → grade → (pass rate high enough? generate : rewrite → retrieve …), bounded by
-``max_rewrite_attempts``, stopped by a circular rewrite or the request's time budget, and
+``max_rewrite_attempts``, stopped by a circular rewrite, a rewrite that finds nothing new, or the
+request's time budget, and
 falling back to the best passed documents of any round. Knows nothing of gRPC or HTTP: every
 stage call runs under ``context.deadline`` (which the gRPC clients turn into call deadlines)
 and ``asyncio.wait_for`` (which bounds in-process stages).
@@ -59,6 +60,7 @@ class Outcome(StrEnum):
     PASSED = "passed"  # a round's pass rate reached the threshold
     MAX_ATTEMPTS = "max_attempts"  # rewrites used up; answered from the best passed documents
     CIRCULAR_REWRITE = "circular_rewrite"  # the rewriter repeated an earlier query
+    NO_NEW_DOCUMENTS = "no_new_documents"  # a rewritten query found only passages seen before
     BUDGET_EXHAUSTED = "budget_exhausted"  # the time budget ran out before another round
 
 
@@ -298,6 +300,8 @@ class _Run:
                     return Outcome.PASSED, best_passed_documents(self.trace.rounds, limit)
                 if len(self.trace.rewrite_history) >= self.policy.max_rewrite_attempts:
                     return Outcome.MAX_ATTEMPTS, best_passed_documents(self.trace.rounds, limit)
+                if self._found_nothing_new(round_):
+                    return Outcome.NO_NEW_DOCUMENTS, best_passed_documents(self.trace.rounds, limit)
                 rewrite = await self._rewrite(round_)
                 if normalize_query(rewrite.query) in tried:
                     return Outcome.CIRCULAR_REWRITE, best_passed_documents(self.trace.rounds, limit)
@@ -306,6 +310,21 @@ class _Run:
                 self.current = rewrite.query
         except BudgetSpent:
             return Outcome.BUDGET_EXHAUSTED, best_passed_documents(self.trace.rounds, limit)
+
+    def _found_nothing_new(self, round_: Round) -> bool:
+        """Whether a rewritten query's round retrieved only passages of earlier rounds, under a
+        similarity threshold the next round would not lower. Another rewrite would then start
+        from the same failed passages, and small models answer those with the same kind of
+        paraphrase: the loop stops instead of paying for rewrites that change nothing."""
+        number = round_.number
+        if number == 1 or not round_.retrieval.documents:
+            return False
+        if self.policy.similarity_threshold_of(number + 1) < self.policy.similarity_threshold_of(
+            number
+        ):
+            return False
+        seen = {d.id for r in self.trace.rounds[:-1] for d in r.retrieval.documents}
+        return all(d.id in seen for d in round_.retrieval.documents)
 
     async def _answer(self, outcome: Outcome, documents: list[Document]) -> tuple[Outcome, Answer]:
         """Generate from ``documents`` within what is left of the budget; when nothing is left,

@@ -39,6 +39,7 @@ _OUTCOMES = {
     "max_attempts": rag_pb2.LOOP_OUTCOME_MAX_ATTEMPTS,
     "circular_rewrite": rag_pb2.LOOP_OUTCOME_CIRCULAR_REWRITE,
     "budget_exhausted": rag_pb2.LOOP_OUTCOME_BUDGET_EXHAUSTED,
+    "no_new_documents": rag_pb2.LOOP_OUTCOME_NO_NEW_DOCUMENTS,
 }
 
 

@@ -186,7 +186,11 @@ class UsageOut(BaseModel):
 
 
 class WorkflowOut(BaseModel):
-    outcome: str = Field(description="passed | max_attempts | circular_rewrite | budget_exhausted")
+    outcome: str = Field(
+        description=(
+            "passed | max_attempts | circular_rewrite | no_new_documents | budget_exhausted"
+        )
+    )
     decision_path: list[str]
     node_executions: list[NodeExecutionOut]
     total_duration_ms: float

@@ -12,7 +12,7 @@ from ragloop.core.validation import required_text
 from ragloop.rewriter.prompts import (
     MAX_KEYWORDS,
     REWRITE_SCHEMA,
-    repeated_query_message,
+    repeated_query_messages,
     rewrite_messages,
 )
 
@@ -62,5 +62,5 @@ class ModelRewriter:
                 return Rewrite(current_query, reason, [], usage)
             if normalize_query(reply.value.query) not in tried:
                 return Rewrite(reply.value.query, reply.value.reason, reply.value.keywords, usage)
-            messages = [*messages, repeated_query_message(reply.value.query)]
+            messages = [*messages, *repeated_query_messages(reply.value)]
         return Rewrite(reply.value.query, reply.value.reason, reply.value.keywords, usage)

@@ -32,6 +32,7 @@ LOOP_OUTCOMES = (
     "max_attempts",
     "circular_rewrite",
     "budget_exhausted",
+    "no_new_documents",
     "no_documents",
     "failed",
 )
