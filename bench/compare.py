@@ -1,6 +1,6 @@
 """`python -m bench.compare`: ragloop side by side with a LangGraph corrective RAG (issue 9).
 
-In one run, on one machine, with one llama-server and one Milvus: ragloop's five processes
+In one run, on one machine, with one Milvus and one model: ragloop's five processes
 (REST in, gRPC between them), the same loop in-process, and the LangGraph baseline
 (``bench/baseline``) answer the same SciFact claims and PubMedQA questions, one query at a time
 and taking turns. Measured per query: latency and its split by node, model calls and tokens
@@ -30,8 +30,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
-from contextlib import nullcontext
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -68,6 +68,7 @@ from bench.comparison.workload import (
     pubmedqa_items,
     scifact_items,
 )
+from bench.model_server import llama_server
 from bench.pubmedqa import choose_questions, load_pubmedqa, loop_policy
 from bench.scifact import load_scifact
 from bench.stages import ModelEndpoint, Tally, model_stages
@@ -179,38 +180,41 @@ async def measure(
     args: argparse.Namespace,
     milvus_uri: str,
     stack: RunningStack,
+    inprocess_model_url: str,
     items: list[WorkItem],
     throughput_items: list[list[WorkItem]],
     runs_file: RunsFile,
 ) -> dict[str, Any]:
     """Runs the latency items not yet in ``runs_file``, then the throughput levels; returns the
-    figures of this invocation alone (idle CPU, throughput)."""
+    figures of this invocation alone (idle CPU, throughput). The in-process loop calls the
+    llama-server at ``inprocess_model_url``, the other systems the stack's."""
     every_item = [*items, *(item for level in throughput_items for item in level)]
     collections = sorted({item.dataset for item in every_item})
     policies = {name: loop_policy(OrchestratorSettings(), name) for name in collections}
     retriever = build_retriever(RetrieverSettings(milvus_uri=milvus_uri))
     tally = Tally()
-    stages = model_stages(ModelEndpoint(stack.model_url, QWEN_CODER_1_5B.name), tally)
+    stages = model_stages(ModelEndpoint(inprocess_model_url, QWEN_CODER_1_5B.name), tally)
     chat = openai_chat(
         f"{stack.model_url}/v1", QWEN_CODER_1_5B.name, timeout_s=ChatModelSettings().model_timeout_s
     )
     try:
         async with httpx.AsyncClient() as client:
-            ragloop = RagloopOverHttp(client, stack.base_url, policies, stack.pids)
+            ragloop = RagloopOverHttp(client, stack.base_url, policies, stack.pids, stack.model_url)
             baseline = LangGraphBaseline(
-                {name: BaselineRag(retriever, chat, p) for name, p in policies.items()}
+                {name: BaselineRag(retriever, chat, p) for name, p in policies.items()},
+                stack.model_url,
             )
             systems: list[System] = [ragloop, baseline]
             if "overhead" in args.parts:
                 loop = CorrectiveLoop(retriever, stages.grader, stages.rewriter, stages.generator)
-                systems.append(RagloopInProcess(loop, policies))
+                systems.append(RagloopInProcess(loop, policies, inprocess_model_url))
             if args.warm_up:
                 await warm_up(systems, collections[0])
             pids = {**stack.pids, "bench": os.getpid()}
             idle = await idle_cpu_shares(pids, IDLE_SECONDS)
             profile_dir = Path(args.profile) if args.profile else None
             with profiling.profiled(pids, profile_dir) if profile_dir else nullcontext():
-                meter = Meter(client, stack.model_url)
+                meter = Meter(client)
                 await latency_runs(meter, systems, items, runs_file, provenance())
             if profile_dir:
                 print("\nWhere the processes spent CPU (py-spy, self time):")
@@ -270,15 +274,31 @@ def provenance() -> dict[str, str]:
     return {"commit": head.stdout.strip(), "settings_changed": changed_settings()}
 
 
+@contextmanager
+def inprocess_model_server(args: argparse.Namespace, stack: RunningStack) -> Iterator[str]:
+    """The URL of the llama-server the in-process loop calls: a second one, started like the
+    stack's, when the in-process loop runs (see ``bench/comparison/systems.py``: a shared server
+    would hand one ragloop variant the other's cached prompts)."""
+    if "overhead" not in args.parts:
+        yield stack.model_url
+        return
+    with llama_server(QWEN_CODER_1_5B, cache_dir() / "logs") as url:
+        print(f"in-process loop's llama-server at {url}", flush=True)
+        yield url
+
+
 def run(args: argparse.Namespace, runs_file: RunsFile) -> dict[str, Any]:
     items, levels, corpora = workload(args)
     clock = time.perf_counter()
     with (
         shared_milvus(corpora) as milvus_uri,
         ragloop_stack(milvus_uri, cache_dir() / "compare-run") as stack,
+        inprocess_model_server(args, stack) as inprocess_model_url,
     ):
         print(f"ragloop at {stack.base_url}, llama-server at {stack.model_url}", flush=True)
-        figures = asyncio.run(measure(args, milvus_uri, stack, items, levels, runs_file))
+        figures = asyncio.run(
+            measure(args, milvus_uri, stack, inprocess_model_url, items, levels, runs_file)
+        )
     figures |= {
         "date": date.today().isoformat(),
         "machine": machine(),

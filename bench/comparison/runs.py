@@ -135,6 +135,7 @@ class QueryRun:
 
 class System(Protocol):
     name: str
+    model_url: str  # the llama-server it calls: that server's counters are this system's
 
     @property
     def processes(self) -> Mapping[str, int]:
@@ -146,15 +147,14 @@ class System(Protocol):
 
 @dataclass
 class Meter:
-    """Reads the llama-server's counters and the CPU time of a system's processes."""
+    """Reads the counters of a system's llama-server and the CPU time of its processes."""
 
     client: httpx.AsyncClient
-    model_url: str
     clock: Callable[[], float] = time.perf_counter
 
     async def measure(self, system: System, item: WorkItem) -> QueryRun:
         """Run ``item`` through ``system`` alone; a failure is recorded, not raised."""
-        server_before = await read_counts(self.client, self.model_url)
+        server_before = await read_counts(self.client, system.model_url)
         cpu_before = cpu_snapshot(system.processes)
         started = self.clock()
         answered, error = None, ""
@@ -164,7 +164,7 @@ class Meter:
             error = f"{type(exc).__name__}: {exc}"
         seconds = self.clock() - started
         cpu = cpu_spent(cpu_before, cpu_snapshot(system.processes))
-        server = await read_counts(self.client, self.model_url) - server_before
+        server = await read_counts(self.client, system.model_url) - server_before
         return QueryRun(system.name, item, seconds, answered, server, cpu, error)
 
 

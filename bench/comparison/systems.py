@@ -5,7 +5,12 @@
 - ``baseline``: the LangGraph corrective RAG in this process.
 
 All search the same Milvus collections with the same retriever settings and call the same
-llama-server.
+model, served the same way. ragloop and the baseline share one llama-server; the in-process loop
+calls a second, identical one. llama-server keeps earlier prompts in memory (``--cache-ram``, 8 GiB
+by default) and reuses any of them that starts like a new prompt: on a shared server, whichever
+ragloop variant answered a claim second found the first's prompts there, word for word, and took
+about half the time (issue 9). ragloop's and the baseline's prompts share no prefix beyond the
+chat template, so those two can share one.
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ class RagloopOverHttp:
     base_url: str
     policies: Mapping[str, LoopPolicy]  # by dataset: what the server's defaults amount to
     processes: Mapping[str, int]  # the five ragloop processes: their CPU time is ragloop's
+    model_url: str
     name: str = RAGLOOP
 
     async def answer(self, item: WorkItem) -> Answered:
@@ -94,6 +100,7 @@ async def _ignore(event: LoopEvent) -> None:
 class RagloopInProcess:
     loop: CorrectiveLoop
     policies: Mapping[str, LoopPolicy]
+    model_url: str
     name: str = RAGLOOP_INPROCESS
     processes: Mapping[str, int] = field(default_factory=lambda: OWN_PROCESS)
 
@@ -118,6 +125,7 @@ class RagloopInProcess:
 @dataclass
 class LangGraphBaseline:
     graphs: Mapping[str, BaselineRag]  # by dataset
+    model_url: str
     name: str = BASELINE
     processes: Mapping[str, int] = field(default_factory=lambda: OWN_PROCESS)
 

@@ -4,13 +4,18 @@ over invocations and an interrupted one goes on where it stopped."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from bench.compare import latency_runs, runs_summary
 from bench.comparison.llama_metrics import ServerCounts
-from bench.comparison.runs import Answered, QueryRun, RunsFile
+from bench.comparison.runs import Answered, Meter, QueryRun, RunsFile
 from bench.comparison.systems import spent_by_node
 from bench.comparison.workload import WorkItem
 from ragloop.core.domain import ModelUsage
@@ -129,3 +134,69 @@ def test_ragloops_node_costs_come_from_its_node_executions() -> None:
 
     assert seconds == {"retrieve": 0.1, "grade": 4.0}
     assert by_node == {"grade": ModelUsage("", 4, 1400, 100)}
+
+
+class CountingModelServer:
+    """A loopback HTTP server whose ``/metrics`` counts the prompt tokens ``spend`` adds."""
+
+    def __init__(self) -> None:
+        self.prompt_tokens = 0
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = f"llamacpp:prompt_tokens_total {owner.prompt_tokens}\n".encode()
+                self.send_response(200)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@dataclass
+class SystemOnItsServer:
+    name: str
+    server: CountingModelServer
+    tokens: int
+    processes: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def model_url(self) -> str:
+        return self.server.url
+
+    async def answer(self, item: WorkItem) -> Answered:
+        self.server.prompt_tokens += self.tokens
+        return answered_run(self.name, item).answered  # type: ignore[return-value]
+
+
+def test_each_system_is_metered_on_its_own_model_server() -> None:
+    # The in-process loop calls a second llama-server (a shared one would hand it the other
+    # ragloop's cached prompts): its model work must be read there, not on the stack's server.
+    shared, second = CountingModelServer(), CountingModelServer()
+    shared.prompt_tokens = 5_000  # what earlier queries left on the counter
+    ragloop = SystemOnItsServer("ragloop", shared, tokens=300)
+    inprocess = SystemOnItsServer("ragloop_inprocess", second, tokens=200)
+
+    async def measure_both() -> list[QueryRun]:
+        async with httpx.AsyncClient() as client:
+            meter = Meter(client)
+            return [await meter.measure(system, CLAIM) for system in (ragloop, inprocess)]
+
+    try:
+        runs = asyncio.run(measure_both())
+    finally:
+        shared.close()
+        second.close()
+
+    assert [run.server.prompt_tokens for run in runs] == [300, 200]
+    assert [run.error for run in runs] == ["", ""]
