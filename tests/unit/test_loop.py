@@ -400,14 +400,8 @@ async def test_a_rewrite_that_finds_only_passages_seen_before_ends_the_loop() ->
     assert len(rewriter.calls) == 1
     assert result.final_query == "x?"
     assert [a.query for a in result.trace.rewrite_history] == ["x?"]
-    assert result.trace.decision_path == [
-        "retrieve",
-        "grade",
-        "rewrite",
-        "retrieve",
-        "grade",
-        "generate",
-    ]
+    path = result.trace.decision_path
+    assert (path.count("retrieve"), path.count("rewrite"), path[-1]) == (2, 1, "generate")
     assert generator.document_ids == ["a"]
 
 
