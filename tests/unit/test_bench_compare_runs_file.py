@@ -137,7 +137,8 @@ def test_ragloops_node_costs_come_from_its_node_executions() -> None:
 
 
 class CountingModelServer:
-    """A loopback HTTP server whose ``/metrics`` counts the prompt tokens ``spend`` adds."""
+    """A loopback HTTP server whose ``/metrics`` shows its ``prompt_tokens`` counter, which the
+    systems of the test raise as a llama-server's own would."""
 
     def __init__(self) -> None:
         self.prompt_tokens = 0

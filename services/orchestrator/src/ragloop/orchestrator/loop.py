@@ -2,10 +2,9 @@
 
 retrieve → grade → (pass rate high enough? generate : rewrite → retrieve …), bounded by
 ``max_rewrite_attempts``, stopped by a circular rewrite, a rewrite that finds nothing new, or the
-request's time budget, and
-falling back to the best passed documents of any round. Knows nothing of gRPC or HTTP: every
-stage call runs under ``context.deadline`` (which the gRPC clients turn into call deadlines)
-and ``asyncio.wait_for`` (which bounds in-process stages).
+request's time budget, and falling back to the best passed documents of any round. Knows nothing of
+gRPC or HTTP: every stage call runs under ``context.deadline`` (which the gRPC clients turn into
+call deadlines) and ``asyncio.wait_for`` (which bounds in-process stages).
 """
 
 from __future__ import annotations
