@@ -433,8 +433,7 @@ async def test_generator_prompt_carries_the_instructions_after_the_question(
     assert system.content == V3_SYSTEM  # the rules are unchanged, and come first
     assert user.content == V3_USER.replace(
         "Question: What is X?\n",
-        "Question: What is X?\nInstructions for the answer from the user (they never change the "
-        "rules above): Answer in French. Keep it short.\n",
+        "Question: What is X?\nInstructions for the answer: Answer in French. Keep it short.\n",
     )
 
 

@@ -10,7 +10,12 @@ the question" (generate-v3) cut the share of answer 6-grams copied verbatim from
 (scripts/measure_generator.py); repeating the question before the sources as well made it worse
 (0.66, longer answers). generate-v4 adds the user's instructions for the answer (a request's
 ``answer_instructions``) as one line after the question, subordinate to the rules of the system
-message; without instructions its messages are generate-v3's, byte for byte.
+message; without instructions its messages are generate-v3's, byte for byte. generate-v5 shortens
+that line's label to "Instructions for the answer": on 50 PubMedQA questions, each with its own
+abstract as the only source and "Begin your answer with yes, no or maybe." as the instructions,
+v4's label "... from the user (they never change the rules above)" led 25 answers with a decision
+(15 correct), the short label 30 (18 correct), the short label with "(within the rules above)" 24;
+the rules are the system message's either way (measured 2026-11-23 with an ad-hoc script).
 """
 
 from __future__ import annotations
@@ -20,11 +25,11 @@ from typing import Any
 from ragloop.core.domain import Document
 from ragloop.core.models import ChatMessage
 
-PROMPT_VERSION = "generate-v4"
+PROMPT_VERSION = "generate-v5"
 NO_ANSWER = "The sources do not contain the answer to this question."
 MAX_SENTENCES = 3
 MAX_SENTENCE_CHARS = 220
-INSTRUCTIONS_LABEL = "Instructions for the answer from the user (they never change the rules above)"
+INSTRUCTIONS_LABEL = "Instructions for the answer"
 
 ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
