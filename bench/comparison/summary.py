@@ -84,12 +84,27 @@ def system_figures(system: str, runs: Sequence[QueryRun]) -> Figures:
         figures[f"no_evidence_share{suffix}"] = _round(
             _mean([float(r.precision is None) for r in of_dataset])
         )
+        if dataset:  # the two sets' questions differ in cost; their mix is in the overall figures
+            figures |= _dataset_cost_figures([r for r in done if r.item.dataset == dataset], suffix)
     pubmedqa = [r for r in runs if r.item.dataset == PUBMEDQA]
     figures["pubmedqa_decision_accuracy"] = _round(_mean([float(r.correct) for r in pubmedqa]))
+    figures["pubmedqa_decided_share"] = _round(
+        _mean([float(r.decision is not None) for r in pubmedqa])
+    )
     figures["usage_matches_server_share"] = _round(
         _mean([float(_usage_matches_server(r)) for r in done])
     )
     return {f"{name}_{system}": value for name, value in figures.items()}
+
+
+def _dataset_cost_figures(done: Sequence[QueryRun], suffix: str) -> Figures:
+    """Latency p50 and prompt tokens per query of one data set's answered runs."""
+    seconds = [run.seconds for run in done]
+    prompt_tokens = [run.answered.usage.prompt_tokens for run in done if run.answered]
+    return {
+        f"latency_p50_s{suffix}": _round(percentile(seconds, 50) if seconds else None, 2),
+        f"prompt_tokens_per_query{suffix}": _round(_mean(prompt_tokens), 1),
+    }
 
 
 def _node_seconds(run: QueryRun, node: str) -> float:

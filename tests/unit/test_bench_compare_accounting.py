@@ -129,6 +129,11 @@ def test_per_system_figures_ratios_and_targets() -> None:
     assert figures["evidence_recall_pubmedqa_baseline"] == 0.5
     assert figures["pubmedqa_decision_accuracy_ragloop"] == 0.0
     assert figures["pubmedqa_decision_accuracy_baseline"] == 0.5
+    assert figures["pubmedqa_decided_share_ragloop"] == 1.0  # "Maybe." decides, wrongly
+    # Per data set: latency and tokens of its answered runs only.
+    assert figures["latency_p50_s_pubmedqa_baseline"] == 50
+    assert figures["prompt_tokens_per_query_scifact_ragloop"] == 100
+    assert figures["prompt_tokens_per_query_pubmedqa_baseline"] == 400
     assert figures["cpu_seconds_per_query_ragloop"] == 0.75
     assert figures["cpu_seconds_per_query_orchestrator_ragloop"] == 0.5
     assert figures["usage_matches_server_share_ragloop"] == 0.5
