@@ -7,7 +7,9 @@ prompt tokens and about the same wall time. Without the injection guard (guard.p
 got 4/6 of the injection pairs, with it 6/6; the normal pairs are untouched by the guard (13/15 with
 either prompt wording). Dropping "strict" and asking to accept short or differently worded
 documents made the model call nearly everything relevant (16/21). A 60-character reasoning cut
-completion tokens by a fifth against 120 with the same verdicts.
+completion tokens by a fifth against 120 with the same verdicts; 30 characters (2026-11-23, 40
+SciFact pairs) kept every verdict and saved 6 of 40 completion tokens a passage, but cut the
+reasons the rewriter reads to "The document does not contain," — so 60 stays.
 
 Tried on 100 SciFact pairs (50 judged, 50 hard negatives) from test claims that the benchmark's
 200 pairs do not use, 1.5B model, per document (2026-11-22; the wording here is A):
