@@ -29,6 +29,10 @@ def _round(value: float | None, digits: int = 4) -> float | None:
     return None if value is None else round(value, digits)
 
 
+def _latency_percentile(seconds: Sequence[float], percent: float) -> float | None:
+    return _round(percentile(seconds, percent) if seconds else None, 2)
+
+
 def system_figures(system: str, runs: Sequence[QueryRun]) -> Figures:
     """Per-query means and latency percentiles of one system; failed runs are counted, and left
     out of everything but the evidence recall (which they lower: they handed over nothing)."""
@@ -42,8 +46,8 @@ def system_figures(system: str, runs: Sequence[QueryRun]) -> Figures:
     figures: Figures = {
         "runs": len(runs),
         "failed": len(runs) - len(done),
-        "latency_p50_s": _round(percentile(seconds, 50) if seconds else None, 2),
-        "latency_p95_s": _round(percentile(seconds, 95) if seconds else None, 2),
+        "latency_p50_s": _latency_percentile(seconds, 50),
+        "latency_p95_s": _latency_percentile(seconds, 95),
         "model_calls_per_query": _round(_mean([a.usage.calls for a in answered]), 2),
         "prompt_tokens_per_query": _round(_mean([a.usage.prompt_tokens for a in answered]), 1),
         "completion_tokens_per_query": _round(
@@ -102,7 +106,7 @@ def _dataset_cost_figures(done: Sequence[QueryRun], suffix: str) -> Figures:
     seconds = [run.seconds for run in done]
     prompt_tokens = [run.answered.usage.prompt_tokens for run in done if run.answered]
     return {
-        f"latency_p50_s{suffix}": _round(percentile(seconds, 50) if seconds else None, 2),
+        f"latency_p50_s{suffix}": _latency_percentile(seconds, 50),
         f"prompt_tokens_per_query{suffix}": _round(_mean(prompt_tokens), 1),
     }
 
