@@ -19,6 +19,15 @@ called most documents not relevant; B (question first, wording for questions *or
 evidence that answers the question, or supports or contradicts the claim, about the same specific
 subject", reasoning before the verdict) F1 0.60; D (B's wording, document first) P 0.60 R 0.66
 F1 0.63 with 10% more prompt tokens. Keep the document first.
+
+grade-v3 (2026-11-23) drops two parts of the per-document prompt: the data rule in the system
+message (guard.py already takes instruction-like sentences out of the document) and the question
+repeated as "Does the document contain information that helps answer this question?" after it.
+On 60 SciFact pairs (30 claims, each with its first judged chunk and first unjudged chunk of
+the hybrid top 5, cosine >= 0.3), 1.5B model: verdicts agree with grade-v2 on 57/60; TP 17 -> 20,
+FP 4 -> 4 (recall 0.57 -> 0.67 on the 30 positives); prompt tokens 326 -> 278 a call. Dropping
+only the data rule: 57/60 agree, FP 4 -> 7. scripts/measure_grader.py: 20/21 with the guard (6/6
+injection pairs), 18/21 without it. The batch prompt keeps the data rule (not measured without).
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ from typing import Any
 
 from ragloop.core.models import ChatMessage
 
-PROMPT_VERSION = "grade-v2"
+PROMPT_VERSION = "grade-v3"
 
 REASONING_CHARS = 60
 BATCH_REASONING_CHARS = 60
@@ -50,10 +59,12 @@ _DATA_RULE = (
     "contains."
 )
 
+# No data rule here (the batch prompt keeps it): guard.py takes instruction-like sentences out of
+# the document before the model sees it, and without the rule the per-document prompt is shorter
+# and called more judged passages relevant (see the module docstring).
 SYSTEM = (
     "You are a strict relevance grader for a search engine. You are given a question and one "
     "document. Decide whether the document contains information that helps answer the question.\n"
-    f"{_DATA_RULE}\n"
     'Reply with JSON: "relevant" (true or false), "confidence" (a number from 0 to 1), '
     '"reasoning" (one short sentence).'
 )
@@ -74,11 +85,7 @@ def _fence(text: str) -> str:
 
 
 def grade_messages(question: str, document_text: str) -> list[ChatMessage]:
-    user = (
-        f"<document>\n{_fence(document_text)}\n</document>\n\n"
-        f"Question: {question}\n"
-        "Does the document contain information that helps answer this question?"
-    )
+    user = f"<document>\n{_fence(document_text)}\n</document>\n\nQuestion: {question}"
     return [ChatMessage("system", SYSTEM), ChatMessage("user", user)]
 
 
