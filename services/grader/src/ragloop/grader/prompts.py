@@ -21,8 +21,9 @@ subject", reasoning before the verdict) F1 0.60; D (B's wording, document first)
 F1 0.63 with 10% more prompt tokens. Keep the document first.
 
 grade-v3 (2026-11-23) drops two parts of the per-document prompt: the data rule in the system
-message (guard.py already takes instruction-like sentences out of the document) and the question
-repeated as "Does the document contain information that helps answer this question?" after it.
+message (guard.py already takes instruction-like sentences out of the document) and the line
+after the question that restated the task ("Does the document contain information that helps
+answer this question?").
 On 60 SciFact pairs (30 claims, each with its first judged chunk and first unjudged chunk of
 the hybrid top 5, cosine >= 0.3), 1.5B model: verdicts agree with grade-v2 on 57/60; TP 17 -> 20,
 FP 4 -> 4 (recall 0.57 -> 0.67 on the 30 positives); prompt tokens 326 -> 278 a call. Dropping
