@@ -56,7 +56,7 @@ from bench.comparison.services import RunningStack, ragloop_stack, shared_milvus
 from bench.comparison.summary import (
     Throughput,
     comparison_figures,
-    target_figures,
+    merged_results,
     throughput_figures,
 )
 from bench.comparison.systems import LangGraphBaseline, RagloopInProcess, RagloopOverHttp
@@ -391,8 +391,7 @@ def main() -> None:
                 f"\ninterrupted: the runs made so far are kept in {runs_file.path}; the same "
                 "command goes on from there (--summarise writes the figures of what is there)"
             )
-    merged = read_results(output) | figures | runs_summary(runs_file)
-    merged |= target_figures(merged)
+    merged = merged_results(read_results(output), figures, runs_summary(runs_file))
     write_results(output, merged)
     print("\n" + report.render(merged, args.clients))
     print(f"\nwrote {output}")

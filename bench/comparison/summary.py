@@ -264,3 +264,24 @@ def _minus(value: float | None, amount: float) -> float | None:
 
 def target_figures(figures: Figures) -> Figures:
     return {target.key: target.met(figures) for target in TARGETS}
+
+
+# Figures an invocation measures outside the runs file (idle CPU, throughput) and what describes
+# it; everything else in compare.json is computed from the runs file and the targets.
+_INVOCATION_KEYS = frozenset(
+    {"date", "machine", "model", "seconds_last_invocation", "command", "settings_changed"}
+)
+_INVOCATION_PREFIXES = ("idle_cpu_share_", "throughput_")
+
+
+def merged_results(previous: Figures, invocation: Figures, from_runs: Figures) -> Figures:
+    """compare.json after an invocation: the previous file's invocation figures that this one did
+    not measure, this invocation's, the runs file's figures and the targets. Run figures of the
+    previous file are dropped, so a system whose runs left the runs file leaves the results too."""
+    kept = {
+        key: value
+        for key, value in previous.items()
+        if key in _INVOCATION_KEYS or key.startswith(_INVOCATION_PREFIXES)
+    }
+    merged = kept | invocation | from_runs
+    return merged | target_figures(merged)

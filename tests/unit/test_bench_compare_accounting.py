@@ -15,6 +15,7 @@ from bench.comparison.services import corpus_key
 from bench.comparison.summary import (
     Throughput,
     comparison_figures,
+    merged_results,
     target_figures,
     throughput_figures,
 )
@@ -182,6 +183,31 @@ def test_throughput_is_completed_queries_per_minute() -> None:
         "throughput_per_minute_baseline_c1": 0.0,
         "throughput_failed_baseline_c1": 0,
     }
+
+
+def test_results_keep_the_earlier_throughput_but_no_figures_of_runs_that_are_gone() -> None:
+    previous = {
+        "date": "2026-11-01",
+        "throughput_per_minute_ragloop_c1": 2.0,
+        "idle_cpu_share_grader": 0.01,
+        "latency_p50_s_ragloop_inprocess": 9.0,
+        "grpc_overhead_ratio": 1.1,
+        "grpc_overhead_share_p50": 0.01,
+        "target_grpc_overhead": True,
+        "prompt_tokens_per_query_ragloop": 999.0,
+    }
+    from_runs = {"prompt_tokens_per_query_ragloop": 150.0, "runs_ragloop": 2}
+
+    merged = merged_results(previous, {"date": "2026-11-23"}, from_runs)
+
+    assert merged["date"] == "2026-11-23"
+    assert merged["throughput_per_minute_ragloop_c1"] == 2.0
+    assert merged["idle_cpu_share_grader"] == 0.01
+    assert merged["prompt_tokens_per_query_ragloop"] == 150.0
+    # The in-process runs are no longer in the runs file: their figures and target go.
+    assert "latency_p50_s_ragloop_inprocess" not in merged
+    assert "grpc_overhead_ratio" not in merged
+    assert merged["target_grpc_overhead"] is None
 
 
 def test_queries_are_a_seeded_choice_and_later_sets_do_not_overlap() -> None:
