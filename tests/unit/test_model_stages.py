@@ -233,14 +233,28 @@ async def test_rewriter_asks_again_once_after_a_repeated_query(repeat: str) -> N
     assert result.query == "milvus vector database"
     assert len(model.calls) == 2
     assert result.usage.calls == 2
-    second = model.calls[1].messages
-    assert second[: len(model.calls[0].messages)] == model.calls[0].messages
-    # The repeated reply stays in the conversation, as the model's own turn, before the request.
-    assert second[-2].role == "assistant"
-    assert json.loads(second[-2].content)["rewritten_query"] == " ".join(repeat.split())
-    assert second[-1].role == "user"
-    assert repr(" ".join(repeat.split())) in second[-1].content  # as parsed: spaces collapsed
-    assert "already tried" in second[-1].content
+    # The second request is short: the question and every query tried, not the passages again.
+    system, request = model.calls[1].messages
+    assert system == model.calls[0].messages[0]
+    assert request.role == "user"
+    assert request.content.splitlines() == [
+        "Question: What is Milvus?",
+        "Queries already tried (each one failed):",
+        "- What is Milvus?",
+        "- Milvus overview",
+        "- milvus index",
+        "Write a search query different from all of these.",
+    ]
+
+
+async def test_rewriter_retry_leaves_out_the_failed_passages() -> None:
+    model = ScriptedChatModel([rewrite_reply("What is Milvus"), rewrite_reply("milvus database")])
+
+    result = await ModelRewriter(model).rewrite("What is Milvus?", "What is Milvus?", FAILED, [])
+
+    assert result.query == "milvus database"
+    assert "Bananas are yellow" in model.calls[0].messages[1].content
+    assert "Bananas are yellow" not in model.calls[1].messages[1].content
 
 
 async def test_rewriter_returns_a_query_repeated_twice() -> None:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from ragloop.core.domain import GradedDocument, Rewrite, RewriteAttempt
+from ragloop.core.domain import GradedDocument, RewriteAttempt
 from ragloop.core.models import ChatMessage
 
-PROMPT_VERSION = "rewrite-v3"
+PROMPT_VERSION = "rewrite-v4"
 # The failed passages tell the model what the query found; the first words of the best three say
 # that as well as five longer excerpts did (issue 9: 3 x 120 characters took the prompt from ~480
 # to ~300 tokens with the same share of rewrites that still find a relevant passage).
@@ -36,15 +35,20 @@ REWRITE_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+# rewrite-v4 (issue 9): the same instructions in ~60 instead of ~95 tokens; this message goes with
+# every rewrite call.
 SYSTEM = (
-    "You improve search queries for a document search engine. The passages found for the current "
-    "query did not help answer the user's question. Write one new search query that is more "
-    "likely to find passages that answer it: use different words, synonyms, or the technical "
-    "terms such passages would contain. Do not answer the question. Never repeat a query that was "
-    "already tried.\n"
+    "Write one new search query for a document search engine, more likely than the queries "
+    "already tried to find passages that answer the user's question: use different words, "
+    "synonyms, or the technical terms such passages would contain. Do not answer the question.\n"
     f'Reply with JSON: "rewritten_query", "reason" (a few words), "keywords" (up to {MAX_KEYWORDS} '
     "terms)."
 )
+
+
+def tried_queries(original: str, current: str, history: list[RewriteAttempt]) -> list[str]:
+    """The question and every query searched with so far, each once, in the order tried."""
+    return list(dict.fromkeys([original, *[a.query for a in history], current]))
 
 
 def rewrite_messages(
@@ -53,12 +57,11 @@ def rewrite_messages(
     failed: list[GradedDocument],
     history: list[RewriteAttempt],
 ) -> list[ChatMessage]:
-    tried = list(dict.fromkeys([original, *[a.query for a in history], current]))
     lines = [f"Question: {original}"]
     if current != original:
         lines.append(f"Current query: {current}")
     lines.append("Queries already tried:")
-    lines += [f"- {q}" for q in tried]
+    lines += [f"- {q}" for q in tried_queries(original, current, history)]
     if failed:
         lines.append("Passages found that did not help (with the grader's reason):")
         for graded in failed[:MAX_FAILED_SHOWN]:
@@ -69,17 +72,15 @@ def rewrite_messages(
     return [ChatMessage("system", SYSTEM), ChatMessage("user", "\n".join(lines))]
 
 
-def repeated_query_messages(rewrite: Rewrite) -> list[ChatMessage]:
-    """The model's reply that repeated a tried query, and the request for another one."""
-    reply = {
-        "rewritten_query": rewrite.query,
-        "reason": rewrite.reason,
-        "keywords": rewrite.keywords,
-    }
-    return [
-        ChatMessage("assistant", json.dumps(reply)),
-        ChatMessage(
-            "user",
-            f"The query {rewrite.query!r} was already tried. Write a different search query.",
-        ),
-    ]
+def retry_messages(original: str, tried: list[str]) -> list[ChatMessage]:
+    """The request after a reply that repeated a tried query: the question and every query tried,
+    not the failed passages again. rewrite-v4 (issue 9): the 1.5B model repeats a tried query in
+    about half of its first replies, and rewrite-v3 answered with the whole first request, the
+    repeated reply and "write a different one". Over 28 SciFact claims through the whole loop
+    (2026-11-23, both versions on fresh stages): the rewriter's prompt tokens 697 -> 420 a claim,
+    all prompt tokens 2,729 -> 2,362, circular rewrites 7 -> 5, evidence recall 0.51 -> 0.50 (one
+    claim each way), precision 0.49 -> 0.54."""
+    lines = [f"Question: {original}", "Queries already tried (each one failed):"]
+    lines += [f"- {q}" for q in tried]
+    lines.append("Write a search query different from all of these.")
+    return [ChatMessage("system", SYSTEM), ChatMessage("user", "\n".join(lines))]

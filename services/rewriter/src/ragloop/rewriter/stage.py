@@ -12,8 +12,9 @@ from ragloop.core.validation import required_text
 from ragloop.rewriter.prompts import (
     MAX_KEYWORDS,
     REWRITE_SCHEMA,
-    repeated_query_messages,
+    retry_messages,
     rewrite_messages,
+    tried_queries,
 )
 
 
@@ -29,8 +30,9 @@ def parse_rewrite(data: dict[str, Any]) -> Rewrite:
 class ModelRewriter:
     """Implements the ``Rewriter`` interface with a chat model.
 
-    A rewrite that repeats a query already tried is asked for once more; if the model repeats
-    itself again the repeated query is returned as is and the loop stops on it (circular rewrite).
+    A rewrite that repeats a query already tried is asked for once more, with a short request that
+    lists the queries tried (``retry_messages``); if the model repeats itself again the repeated
+    query is returned as is and the loop stops on it (circular rewrite).
     """
 
     def __init__(self, model: ChatModel) -> None:
@@ -45,8 +47,8 @@ class ModelRewriter:
     ) -> Rewrite:
         original_query = required_text(original_query, "original_query")
         current_query = required_text(current_query or original_query, "current_query")
-        tried = {normalize_query(q) for q in [original_query, current_query]}
-        tried |= {normalize_query(a.query) for a in history}
+        tried_in_order = tried_queries(original_query, current_query, history)
+        tried = {normalize_query(q) for q in tried_in_order}
 
         messages: list[ChatMessage] = rewrite_messages(
             original_query, current_query, failed, history
@@ -62,5 +64,5 @@ class ModelRewriter:
                 return Rewrite(current_query, reason, [], usage)
             if normalize_query(reply.value.query) not in tried:
                 return Rewrite(reply.value.query, reply.value.reason, reply.value.keywords, usage)
-            messages = [*messages, *repeated_query_messages(reply.value)]
+            messages = retry_messages(original_query, tried_in_order)
         return Rewrite(reply.value.query, reply.value.reason, reply.value.keywords, usage)
