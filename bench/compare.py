@@ -13,10 +13,12 @@ Prints Markdown tables and merges its figures into bench/results/compare.json. T
 ingests the corpora (minutes; cached in bench/results/.cache/). Hours in all on two cores: use
 ``--queries 3 --questions 2 --clients 1,2 --throughput-queries 2 --corpus-limit 200`` to smoke.
 
-Each query run is appended to ``--runs-file`` as it ends, and the latency figures are computed
-from every run in that file: parts can run in separate invocations (``--parts scifact,overhead``
-today, ``--parts pubmedqa,overhead`` tomorrow), and an interrupted invocation goes on where it
-stopped when started again. ``--fresh`` starts over.
+Each query run is appended to the runs file as it ends (``--runs-file``; by default
+``NAME-runs.jsonl`` beside ``--output``, and the one beside bench/results/compare.json is committed
+with it, so a later change to ragloop re-runs ragloop and keeps the baseline's runs), and the
+latency figures are computed from every run in that file: parts can run in separate invocations
+(``--parts scifact,overhead`` today, ``--parts pubmedqa,overhead`` tomorrow), and an interrupted
+invocation goes on where it stopped when started again. ``--fresh`` starts over.
 """
 
 from __future__ import annotations
@@ -322,6 +324,12 @@ def runs_summary(runs_file: RunsFile) -> dict[str, Any]:
     }
 
 
+def runs_file_beside(output: Path) -> Path:
+    """The runs a results file was computed from, kept next to it (so a smoke run with its own
+    ``--output`` never adds to the committed runs)."""
+    return output.with_name(f"{output.stem}-runs.jsonl")
+
+
 def _int_list(text: str) -> list[int]:
     return [int(part) for part in text.split(",") if part]
 
@@ -353,8 +361,9 @@ def main() -> None:
     parser.add_argument("--output", default=str(RESULTS_DIR / "compare.json"))
     parser.add_argument(
         "--runs-file",
-        default=str(cache_dir() / "compare-runs.jsonl"),
-        help="every query run: answer, evidence, tokens, timings (default in bench/results/.cache)",
+        default="",
+        help="every query run: answer, evidence, tokens, timings (default: beside --output, "
+        "NAME-runs.jsonl; bench/results/compare-runs.jsonl is committed with compare.json)",
     )
     parser.add_argument(
         "--fresh",
@@ -379,7 +388,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    runs_file = RunsFile(Path(args.runs_file))
+    runs_file = RunsFile(Path(args.runs_file) if args.runs_file else runs_file_beside(output))
     if args.fresh:
         runs_file.clear()
     figures: dict[str, Any] = {}

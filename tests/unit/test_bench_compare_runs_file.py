@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from bench.compare import latency_runs, runs_summary
+from bench.compare import latency_runs, runs_file_beside, runs_summary
 from bench.comparison.llama_metrics import ServerCounts
 from bench.comparison.runs import Answered, Meter, QueryRun, RunsFile
 from bench.comparison.systems import spent_by_node
@@ -201,3 +201,10 @@ def test_each_system_is_metered_on_its_own_model_server() -> None:
 
     assert [run.server.prompt_tokens for run in runs] == [300, 200]
     assert [run.error for run in runs] == ["", ""]
+
+
+def test_the_runs_file_sits_beside_its_results() -> None:
+    assert runs_file_beside(Path("bench/results/compare.json")) == Path(
+        "bench/results/compare-runs.jsonl"
+    )
+    assert runs_file_beside(Path("/tmp/smoke.json")) == Path("/tmp/smoke-runs.jsonl")
