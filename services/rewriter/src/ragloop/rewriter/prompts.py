@@ -35,7 +35,7 @@ REWRITE_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-# rewrite-v4 (issue 9): the same instructions in ~60 instead of ~95 tokens; this message goes with
+# rewrite-v4 (issue 9): the same instructions in 76 instead of 99 tokens; this message goes with
 # every rewrite call.
 SYSTEM = (
     "Write one new search query for a document search engine, more likely than the queries "
