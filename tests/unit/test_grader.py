@@ -67,6 +67,18 @@ async def test_the_cache_key_holds_question_text_model_and_prompt_version() -> N
     )
 
 
+async def test_verdicts_without_reasoning_are_not_served_to_a_grader_that_asks_for_it() -> None:
+    model = ScriptedChatModel([verdict(True, ""), verdict(True, "says who owns it")])
+    shared = GradeCache(16)
+    passage = doc("d1", "The retriever owns the data directory.")
+
+    await ModelGrader(model, cache=shared).grade(QUESTION, [passage])
+    explained = await ModelGrader(model, cache=shared, reasoning=True).grade(QUESTION, [passage])
+
+    assert explained.grades == [Grade("d1", True, 0.9, "says who owns it")]
+    assert len(model.calls) == 2 and shared.hits == 0
+
+
 def test_the_cache_evicts_the_least_recently_used_grade() -> None:
     cache = GradeCache(2)
     keys = [GradeKey(QUESTION, f"d{i}", "h", "m", "v") for i in range(3)]

@@ -19,9 +19,17 @@ from ragloop.core.errors import InvalidInput
 from ragloop.core.models.structured import REPAIR_PROMPT
 from ragloop.generator.prompts import ANSWER_SCHEMA, NO_ANSWER
 from ragloop.generator.stage import ModelGenerator
-from ragloop.grader.prompts import GRADE_SCHEMA
-from ragloop.grader.stage import ModelGrader
-from ragloop.rewriter.prompts import EXCERPT_CHARS, REWRITE_SCHEMA
+from ragloop.grader.__main__ import build_grader
+from ragloop.grader.prompts import GRADE_SCHEMA, GRADE_SCHEMA_WITH_REASONING
+from ragloop.grader.settings import GraderSettings
+from ragloop.grader.stage import GradingMode, ModelGrader
+from ragloop.rewriter.__main__ import build_rewriter
+from ragloop.rewriter.prompts import (
+    EXCERPT_CHARS,
+    REWRITE_SCHEMA,
+    REWRITE_SCHEMA_WITH_REASONING,
+)
+from ragloop.rewriter.settings import RewriterSettings
 from ragloop.rewriter.stage import ModelRewriter
 from tests.unit.fakes import ScriptedChatModel, doc
 
@@ -105,15 +113,56 @@ async def test_grader_fails_a_document_whose_replies_never_parse() -> None:
     assert result.usage.calls == 2
 
 
-async def test_grade_schema_puts_the_verdict_first() -> None:
+@pytest.mark.parametrize(
+    ("reasoning", "fields"),
+    [(False, ["relevant", "confidence"]), (True, ["relevant", "confidence", "reasoning"])],
+)
+async def test_grade_schema_puts_the_verdict_first(reasoning: bool, fields: list[str]) -> None:
     model = ScriptedChatModel([reply(relevant=True, confidence=1, reasoning="ok")])
 
-    await ModelGrader(model).grade("q?", [doc("d1")])
+    await ModelGrader(model, reasoning=reasoning).grade("q?", [doc("d1")])
 
-    schema = model.calls[0].json_schema
-    assert schema is not None
-    assert next(iter(schema["properties"])) == "relevant"
-    assert list(schema["properties"]) == ["relevant", "confidence", "reasoning"]
+    (call,) = model.calls
+    assert call.json_schema is not None
+    assert list(call.json_schema["properties"]) == fields
+    assert call.json_schema["required"] == fields
+    # The system message asks for what the schema allows, and for nothing else.
+    assert ('"reasoning"' in call.messages[0].content) is reasoning
+
+
+async def test_grader_without_reasoning_keeps_a_reply_that_has_none() -> None:
+    model = ScriptedChatModel([reply(relevant=True, confidence=0.7)])
+
+    result = await ModelGrader(model).grade("q?", [doc("d1")])
+
+    assert result.grades == [Grade("d1", True, 0.7, "")]
+
+
+async def test_batched_grader_asks_for_reasoning_only_when_told() -> None:
+    verdicts = [
+        {"id": "D1", "relevant": True, "confidence": 0.9},
+        {"id": "D2", "relevant": False, "confidence": 0.8},
+    ]
+    documents = [doc("d1", "Milvus is a vector database."), doc("d2", "Bananas are yellow.")]
+    plain = ScriptedChatModel([json.dumps({"verdicts": verdicts})])
+    explained = ScriptedChatModel(
+        [json.dumps({"verdicts": [{**v, "reasoning": "why"} for v in verdicts]})]
+    )
+
+    result = await ModelGrader(plain, mode=GradingMode.BATCHED).grade("q?", documents)
+    await ModelGrader(explained, mode=GradingMode.BATCHED, reasoning=True).grade("q?", documents)
+
+    assert [g.relevant for g in result.grades] == [True, False]
+    item_schemas = [
+        m.calls[0].json_schema["properties"]["verdicts"]["items"]  # type: ignore[index]
+        for m in (plain, explained)
+    ]
+    assert [list(s["properties"]) for s in item_schemas] == [
+        ["id", "relevant", "confidence"],
+        ["id", "relevant", "confidence", "reasoning"],
+    ]
+    assert '"reasoning"' not in plain.calls[0].messages[0].content
+    assert '"reasoning"' in explained.calls[0].messages[0].content
 
 
 async def test_document_cannot_close_its_delimiter() -> None:
@@ -184,7 +233,7 @@ async def test_rewriter_returns_the_models_query() -> None:
     )
     history = [RewriteAttempt("milvus indexes", "first try")]
 
-    result = await ModelRewriter(model).rewrite(
+    result = await ModelRewriter(model, reasoning=True).rewrite(
         "Which indexes does Milvus offer?", "milvus indexes", FAILED, history
     )
 
@@ -193,13 +242,45 @@ async def test_rewriter_returns_the_models_query() -> None:
     assert result.keywords == ["milvus", "index"]
     assert result.usage == ModelUsage("fake:chat", 1, 10, 3)
     (call,) = model.calls
-    assert call.json_schema == REWRITE_SCHEMA
+    assert call.json_schema == REWRITE_SCHEMA_WITH_REASONING
+    assert '"reason"' in call.messages[0].content
     prompt = call.messages[1].content
     assert "Question: Which indexes does Milvus offer?" in prompt
     assert "Current query: milvus indexes" in prompt
     assert "- milvus indexes" in prompt  # the history is listed as already tried
     assert "Bananas are yellow" in prompt
     assert "about fruit, not databases" in prompt
+
+
+async def test_rewriter_by_default_asks_for_the_query_alone() -> None:
+    model = ScriptedChatModel([reply(rewritten_query="milvus index types")])
+    unexplained = [GradedDocument(doc("d1", "Bananas are yellow."), Grade("d1", False, 0.9, ""))]
+
+    result = await ModelRewriter(model).rewrite(
+        "Which indexes does Milvus offer?", "milvus indexes", unexplained, []
+    )
+
+    assert (result.query, result.reason, result.keywords) == ("milvus index types", "", [])
+    (call,) = model.calls
+    assert call.json_schema == REWRITE_SCHEMA
+    assert list(REWRITE_SCHEMA["properties"]) == ["rewritten_query"]
+    assert '"reason"' not in call.messages[0].content
+    prompt = call.messages[1].content.splitlines()
+    # Grades without a reason (the grader's default) are listed without one.
+    assert prompt[-2:] == ["Passages found that did not help:", "- 'Bananas are yellow.'"]
+
+
+async def test_reasoning_settings_reach_the_stages(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGLOOP_GRADER_REASONING", "true")
+    monkeypatch.setenv("RAGLOOP_REWRITER_REASONING", "true")
+    grading_model = ScriptedChatModel([reply(relevant=True, confidence=1, reasoning="ok")])
+    rewriting_model = ScriptedChatModel([rewrite_reply("milvus index types")])
+
+    await build_grader(GraderSettings(), grading_model).grade("q?", [doc("d1")])
+    await build_rewriter(RewriterSettings(), rewriting_model).rewrite("q?", "q?", [], [])
+
+    assert grading_model.calls[0].json_schema == GRADE_SCHEMA_WITH_REASONING
+    assert rewriting_model.calls[0].json_schema == REWRITE_SCHEMA_WITH_REASONING
 
 
 async def test_rewriter_prompt_shows_three_short_failed_passages_and_each_query_once() -> None:

@@ -22,6 +22,7 @@ def build_grader(settings: GraderSettings, model: ChatModel) -> ModelGrader:
         batch_size=settings.grader_batch_size,
         cache=GradeCache(settings.grader_cache_size),
         min_score=settings.grader_min_score,
+        reasoning=settings.grader_reasoning,
     )
 
 

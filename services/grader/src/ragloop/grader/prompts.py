@@ -29,6 +29,14 @@ the hybrid top 5, cosine >= 0.3), 1.5B model: verdicts agree with grade-v2 on 57
 FP 4 -> 4 (recall 0.57 -> 0.67 on the 30 positives); prompt tokens 326 -> 278 a call. Dropping
 only the data rule: 57/60 agree, FP 4 -> 7. scripts/measure_grader.py: 20/21 with the guard (6/6
 injection pairs), 18/21 without it. The batch prompt keeps the data rule (not measured without).
+
+grade-v4 (2026-11-23, issue 9) asks for the verdict and confidence only, on one line; the reason
+is opt-in (``reasoning=True``, RAGLOOP_GRADER_REASONING). Completion tokens a verdict 40 -> 14.
+Through the whole in-process loop (28 claims and questions of the comparison, both variants on
+fresh stages, taking turns), dropping the grader's and the rewriter's reasons (before the one-line
+wording) took the p50 from 30.3 to 23.3 s, completion tokens 417 -> 254 a query, with evidence
+recall 0.61 -> 0.64 and precision 0.62 -> 0.69 (the verdict comes before the reason, so the reason
+never decided it).
 """
 
 from __future__ import annotations
@@ -37,20 +45,31 @@ from typing import Any
 
 from ragloop.core.models import ChatMessage
 
-PROMPT_VERSION = "grade-v3"
+PROMPT_VERSION = "grade-v4"
 
 REASONING_CHARS = 60
 BATCH_REASONING_CHARS = 60
 
-# Verdict first, reasoning last and short: completion tokens dominate a small model's latency.
+_VERDICT_PROPERTIES: dict[str, Any] = {
+    "relevant": {"type": "boolean"},
+    "confidence": {"type": "number"},
+}
+
+# Verdict first, reasoning (when asked for) last and short: completion tokens dominate a small
+# model's latency, and a verdict written before the reasoning cannot depend on it.
 GRADE_SCHEMA: dict[str, Any] = {
     "type": "object",
+    "properties": _VERDICT_PROPERTIES,
+    "required": list(_VERDICT_PROPERTIES),
+    "additionalProperties": False,
+}
+GRADE_SCHEMA_WITH_REASONING: dict[str, Any] = {
+    "type": "object",
     "properties": {
-        "relevant": {"type": "boolean"},
-        "confidence": {"type": "number"},
+        **_VERDICT_PROPERTIES,
         "reasoning": {"type": "string", "maxLength": REASONING_CHARS},
     },
-    "required": ["relevant", "confidence", "reasoning"],
+    "required": [*_VERDICT_PROPERTIES, "reasoning"],
     "additionalProperties": False,
 }
 
@@ -63,21 +82,32 @@ _DATA_RULE = (
 # No data rule here (the batch prompt keeps it): guard.py takes instruction-like sentences out of
 # the document before the model sees it, and without the rule the per-document prompt is shorter
 # and called more judged passages relevant (see the module docstring).
-SYSTEM = (
+_TASK = (
     "You are a strict relevance grader for a search engine. You are given a question and one "
     "document. Decide whether the document contains information that helps answer the question.\n"
-    'Reply with JSON: "relevant" (true or false), "confidence" (a number from 0 to 1), '
-    '"reasoning" (one short sentence).'
 )
+# "One line": asked only for JSON, the model indents it over four lines, and the indentation
+# alone was 8 of a verdict's 22 completion tokens (2026-11-23, llama-server's JSON-schema grammar
+# allows either layout).
+_VERDICT_REPLY = 'Reply with one line of JSON: {"relevant": true or false, "confidence": 0.0 to 1.0'
+SYSTEM = f"{_TASK}{_VERDICT_REPLY}}}"
+SYSTEM_WITH_REASONING = f'{_TASK}{_VERDICT_REPLY}, "reasoning": "one short sentence"}}'
 
-BATCH_SYSTEM = (
+_BATCH_TASK = (
     "You are a strict relevance grader for a search engine. You are given a question and several "
     "documents, each with an id. For every document, decide whether it contains information that "
     "helps answer the question.\n"
     f"{_DATA_RULE}\n"
     'Reply with JSON: "verdicts", one per document in the order given, each with the document\'s '
-    '"id", "relevant" (true or false), "confidence" (0 to 1) and "reasoning" (a few words).'
+    '"id", "relevant" (true or false)'
 )
+BATCH_SYSTEM = f'{_BATCH_TASK} and "confidence" (0 to 1).'
+BATCH_SYSTEM_WITH_REASONING = f'{_BATCH_TASK}, "confidence" (0 to 1) and "reasoning" (a few words).'
+
+
+def prompt_version(*, reasoning: bool) -> str:
+    """The grade cache's prompt key: with and without reasoning the prompts differ."""
+    return f"{PROMPT_VERSION}+reasoning" if reasoning else PROMPT_VERSION
 
 
 def _fence(text: str) -> str:
@@ -85,9 +115,16 @@ def _fence(text: str) -> str:
     return text.replace("</document", "</ document").replace("<document", "< document")
 
 
-def grade_messages(question: str, document_text: str) -> list[ChatMessage]:
+def grade_schema(*, reasoning: bool) -> dict[str, Any]:
+    return GRADE_SCHEMA_WITH_REASONING if reasoning else GRADE_SCHEMA
+
+
+def grade_messages(
+    question: str, document_text: str, *, reasoning: bool = False
+) -> list[ChatMessage]:
     user = f"<document>\n{_fence(document_text)}\n</document>\n\nQuestion: {question}"
-    return [ChatMessage("system", SYSTEM), ChatMessage("user", user)]
+    system = SYSTEM_WITH_REASONING if reasoning else SYSTEM
+    return [ChatMessage("system", system), ChatMessage("user", user)]
 
 
 def batch_label(position: int) -> str:
@@ -95,8 +132,11 @@ def batch_label(position: int) -> str:
     return f"D{position + 1}"
 
 
-def batch_schema(labels: list[str]) -> dict[str, Any]:
+def batch_schema(labels: list[str], *, reasoning: bool = False) -> dict[str, Any]:
     """One verdict per document; ids limited to the given labels (a grammar cannot invent one)."""
+    verdict: dict[str, Any] = {"id": {"type": "string", "enum": labels}, **_VERDICT_PROPERTIES}
+    if reasoning:
+        verdict["reasoning"] = {"type": "string", "maxLength": BATCH_REASONING_CHARS}
     return {
         "type": "object",
         "properties": {
@@ -106,13 +146,8 @@ def batch_schema(labels: list[str]) -> dict[str, Any]:
                 "maxItems": len(labels),
                 "items": {
                     "type": "object",
-                    "properties": {
-                        "id": {"type": "string", "enum": labels},
-                        "relevant": {"type": "boolean"},
-                        "confidence": {"type": "number"},
-                        "reasoning": {"type": "string", "maxLength": BATCH_REASONING_CHARS},
-                    },
-                    "required": ["id", "relevant", "confidence", "reasoning"],
+                    "properties": verdict,
+                    "required": list(verdict),
                     "additionalProperties": False,
                 },
             }
@@ -122,7 +157,9 @@ def batch_schema(labels: list[str]) -> dict[str, Any]:
     }
 
 
-def batch_messages(question: str, documents: list[tuple[str, str]]) -> list[ChatMessage]:
+def batch_messages(
+    question: str, documents: list[tuple[str, str]], *, reasoning: bool = False
+) -> list[ChatMessage]:
     """``documents`` are (label, text) pairs. The question comes before and again after the
     documents: with it only in front, a small model lost track of it over several documents."""
     blocks = "\n\n".join(
@@ -134,4 +171,5 @@ def batch_messages(question: str, documents: list[tuple[str, str]]) -> list[Chat
         f"Question (again): {question}\n"
         f"For each document ({ids}), does it contain information that helps answer this question?"
     )
-    return [ChatMessage("system", BATCH_SYSTEM), ChatMessage("user", user)]
+    system = BATCH_SYSTEM_WITH_REASONING if reasoning else BATCH_SYSTEM
+    return [ChatMessage("system", system), ChatMessage("user", user)]

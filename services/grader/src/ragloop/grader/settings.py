@@ -30,3 +30,9 @@ class GraderSettings(ChatModelSettings):
         description="Passages whose retrieval similarity is below this are graded not relevant "
         "without a model call (0: off).",
     )
+    grader_reasoning: bool = Field(
+        False,
+        description="Ask the model for a short reason with each verdict (shown in the trace and "
+        "to the rewriter). Costs ~17 more completion tokens a passage, ~0.6 s each with a 1.5B "
+        "model on 2 CPU cores; the verdict is written before the reason either way.",
+    )

@@ -22,12 +22,12 @@ from ragloop.core.validation import at_most, required_text
 from ragloop.grader.cache import GradeCache, GradeKey
 from ragloop.grader.guard import GuardedText, strip_instructions
 from ragloop.grader.prompts import (
-    GRADE_SCHEMA,
-    PROMPT_VERSION,
     batch_label,
     batch_messages,
     batch_schema,
     grade_messages,
+    grade_schema,
+    prompt_version,
 )
 from ragloop.grader.verdicts import parse_batch, parse_verdict
 
@@ -74,6 +74,7 @@ class ModelGrader:
         batch_size: int = 5,
         cache: GradeCache | None = None,
         min_score: float = 0.0,
+        reasoning: bool = False,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
@@ -83,6 +84,8 @@ class ModelGrader:
         self._mode = GradingMode(mode)
         self._batch_size = batch_size
         self._min_score = min_score
+        self._reasoning = reasoning
+        self._prompt_version = prompt_version(reasoning=reasoning)
         self.cache = cache if cache is not None else GradeCache(0)
         self.counters = GraderCounters()
 
@@ -129,7 +132,9 @@ class ModelGrader:
         return GradingResult([grades[p] for p in range(len(documents))], usage)
 
     def _key(self, question: str, doc: Document) -> GradeKey:
-        return GradeKey.of(question, doc, model=self._model.name, prompt_version=PROMPT_VERSION)
+        return GradeKey.of(
+            question, doc, model=self._model.name, prompt_version=self._prompt_version
+        )
 
     def _without_model(self, question: str, doc: Document) -> Grade | None:
         """A grade that needs no model call: below the score floor, or cached."""
@@ -160,8 +165,8 @@ class ModelGrader:
         async with self._slots:
             reply = await complete_structured(
                 self._model,
-                grade_messages(question, item.guarded.text),
-                schema=GRADE_SCHEMA,
+                grade_messages(question, item.guarded.text, reasoning=self._reasoning),
+                schema=grade_schema(reasoning=self._reasoning),
                 parse=lambda data: parse_verdict(doc.id, data),
                 max_tokens=GRADE_MAX_TOKENS,
             )
@@ -186,8 +191,9 @@ class ModelGrader:
                 batch_messages(
                     question,
                     [(lbl, it.guarded.text) for lbl, it in zip(labels, batch, strict=True)],
+                    reasoning=self._reasoning,
                 ),
-                schema=batch_schema(labels),
+                schema=batch_schema(labels, reasoning=self._reasoning),
                 parse=lambda data: parse_batch(ids_by_label, data),
                 max_tokens=BATCH_MAX_TOKENS_PER_DOCUMENT * len(batch),
             )

@@ -12,7 +12,7 @@ from ragloop.v1 import rewriter_pb2, rewriter_pb2_grpc
 
 
 def build_rewriter(settings: RewriterSettings, model: ChatModel) -> ModelRewriter:
-    return ModelRewriter(model)
+    return ModelRewriter(model, reasoning=settings.rewriter_reasoning)
 
 
 def build_spec(settings: RewriterSettings) -> ServiceSpec:

@@ -7,7 +7,7 @@ from typing import Any
 from ragloop.core.domain import GradedDocument, RewriteAttempt
 from ragloop.core.models import ChatMessage
 
-PROMPT_VERSION = "rewrite-v4"
+PROMPT_VERSION = "rewrite-v5"
 # The failed passages tell the model what the query found; the first words of the best three say
 # that as well as five longer excerpts did (issue 9: 3 x 120 characters took the prompt from ~480
 # to ~300 tokens with the same share of rewrites that still find a relevant passage).
@@ -15,15 +15,23 @@ EXCERPT_CHARS = 120
 MAX_FAILED_SHOWN = 3
 # Completion tokens are what a small local model is slowest at: a rewrite with a 200-character
 # reason and five keywords took 7-30 s on 2 cores (issue 9's profile). The loop uses only the
-# query; the reason and keywords reach the trace, so they are kept, but short.
+# query; a reason and keywords, when asked for, reach the trace, so they are short.
 REASON_CHARS = 80
 MAX_KEYWORDS = 3
 KEYWORD_CHARS = 30
 
+_QUERY_PROPERTY: dict[str, Any] = {"type": "string", "minLength": 3, "maxLength": 300}
+
 REWRITE_SCHEMA: dict[str, Any] = {
     "type": "object",
+    "properties": {"rewritten_query": _QUERY_PROPERTY},
+    "required": ["rewritten_query"],
+    "additionalProperties": False,
+}
+REWRITE_SCHEMA_WITH_REASONING: dict[str, Any] = {
+    "type": "object",
     "properties": {
-        "rewritten_query": {"type": "string", "minLength": 3, "maxLength": 300},
+        "rewritten_query": _QUERY_PROPERTY,
         "reason": {"type": "string", "maxLength": REASON_CHARS},
         "keywords": {
             "type": "array",
@@ -37,13 +45,26 @@ REWRITE_SCHEMA: dict[str, Any] = {
 
 # rewrite-v4 (issue 9): the same instructions in 76 instead of 99 tokens; this message goes with
 # every rewrite call.
-SYSTEM = (
+_TASK = (
     "Write one new search query for a document search engine, more likely than the queries "
     "already tried to find passages that answer the user's question: use different words, "
     "synonyms, or the technical terms such passages would contain. Do not answer the question.\n"
-    f'Reply with JSON: "rewritten_query", "reason" (a few words), "keywords" (up to {MAX_KEYWORDS} '
-    "terms)."
 )
+# "One line" keeps the model from indenting its JSON (6 of 24 completion tokens; see the grader's
+# prompts).
+SYSTEM = f'{_TASK}Reply with one line of JSON: {{"rewritten_query": "..."}}'
+SYSTEM_WITH_REASONING = (
+    f'{_TASK}Reply with one line of JSON: {{"rewritten_query": "...", "reason": "a few words", '
+    f'"keywords": [up to {MAX_KEYWORDS} terms]}}'
+)
+
+
+def rewrite_schema(*, reasoning: bool) -> dict[str, Any]:
+    return REWRITE_SCHEMA_WITH_REASONING if reasoning else REWRITE_SCHEMA
+
+
+def _system(reasoning: bool) -> ChatMessage:
+    return ChatMessage("system", SYSTEM_WITH_REASONING if reasoning else SYSTEM)
 
 
 def tried_queries(original: str, current: str, history: list[RewriteAttempt]) -> list[str]:
@@ -56,6 +77,8 @@ def rewrite_messages(
     current: str,
     failed: list[GradedDocument],
     history: list[RewriteAttempt],
+    *,
+    reasoning: bool = False,
 ) -> list[ChatMessage]:
     lines = [f"Question: {original}"]
     if current != original:
@@ -63,16 +86,22 @@ def rewrite_messages(
     lines.append("Queries already tried:")
     lines += [f"- {q}" for q in tried_queries(original, current, history)]
     if failed:
-        lines.append("Passages found that did not help (with the grader's reason):")
-        for graded in failed[:MAX_FAILED_SHOWN]:
-            excerpt = " ".join(graded.document.text.split())[:EXCERPT_CHARS]
-            lines.append(f"- {excerpt!r} — {graded.grade.reasoning or 'not relevant'}")
+        shown = failed[:MAX_FAILED_SHOWN]
+        with_reasons = any(graded.grade.reasoning for graded in shown)
+        heading = "Passages found that did not help"
+        lines.append(f"{heading} (with the grader's reason):" if with_reasons else f"{heading}:")
+        for graded in shown:
+            excerpt = repr(" ".join(graded.document.text.split())[:EXCERPT_CHARS])
+            reason = graded.grade.reasoning or "not relevant"
+            lines.append(f"- {excerpt} — {reason}" if with_reasons else f"- {excerpt}")
     else:
         lines.append("No passages were found at all.")
-    return [ChatMessage("system", SYSTEM), ChatMessage("user", "\n".join(lines))]
+    return [_system(reasoning), ChatMessage("user", "\n".join(lines))]
 
 
-def retry_messages(original: str, tried: list[str]) -> list[ChatMessage]:
+def retry_messages(
+    original: str, tried: list[str], *, reasoning: bool = False
+) -> list[ChatMessage]:
     """The request after a reply that repeated a tried query: the question and every query tried,
     not the failed passages again. rewrite-v4 (issue 9): the 1.5B model repeats a tried query in
     about half of its first replies, and rewrite-v3 answered with the whole first request, the
@@ -83,4 +112,4 @@ def retry_messages(original: str, tried: list[str]) -> list[ChatMessage]:
     lines = [f"Question: {original}", "Queries already tried (each one failed):"]
     lines += [f"- {q}" for q in tried]
     lines.append("Write a search query different from all of these.")
-    return [ChatMessage("system", SYSTEM), ChatMessage("user", "\n".join(lines))]
+    return [_system(reasoning), ChatMessage("user", "\n".join(lines))]

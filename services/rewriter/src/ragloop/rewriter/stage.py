@@ -11,9 +11,9 @@ from ragloop.core.text import normalize_query
 from ragloop.core.validation import required_text
 from ragloop.rewriter.prompts import (
     MAX_KEYWORDS,
-    REWRITE_SCHEMA,
     retry_messages,
     rewrite_messages,
+    rewrite_schema,
     tried_queries,
 )
 
@@ -35,8 +35,10 @@ class ModelRewriter:
     query is returned as is and the loop stops on it (circular rewrite).
     """
 
-    def __init__(self, model: ChatModel) -> None:
+    def __init__(self, model: ChatModel, *, reasoning: bool = False) -> None:
         self._model = model
+        self._reasoning = reasoning
+        self._schema = rewrite_schema(reasoning=reasoning)
 
     async def rewrite(
         self,
@@ -51,12 +53,12 @@ class ModelRewriter:
         tried = {normalize_query(q) for q in tried_in_order}
 
         messages: list[ChatMessage] = rewrite_messages(
-            original_query, current_query, failed, history
+            original_query, current_query, failed, history, reasoning=self._reasoning
         )
         usage = ModelUsage(model=self._model.name)
         for _ in range(2):
             reply = await complete_structured(
-                self._model, messages, schema=REWRITE_SCHEMA, parse=parse_rewrite, max_tokens=160
+                self._model, messages, schema=self._schema, parse=parse_rewrite, max_tokens=160
             )
             usage = usage + reply.usage
             if reply.value is None:
@@ -64,5 +66,5 @@ class ModelRewriter:
                 return Rewrite(current_query, reason, [], usage)
             if normalize_query(reply.value.query) not in tried:
                 return Rewrite(reply.value.query, reply.value.reason, reply.value.keywords, usage)
-            messages = retry_messages(original_query, tried_in_order)
+            messages = retry_messages(original_query, tried_in_order, reasoning=self._reasoning)
         return Rewrite(reply.value.query, reply.value.reason, reply.value.keywords, usage)
