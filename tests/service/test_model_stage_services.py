@@ -55,8 +55,9 @@ def serve_stage(llama_url: str) -> Callable[..., AsyncIterator[grpc.aio.Channel]
     return make
 
 
-async def test_grader_grades_clear_cut_documents(serve_stage) -> None:
-    async with serve_stage(grader_spec, GraderSettings) as channel:
+@pytest.mark.parametrize("reasoning", [False, True], ids=["verdicts", "with-reasoning"])
+async def test_grader_grades_clear_cut_documents(serve_stage, reasoning: bool) -> None:
+    async with serve_stage(grader_spec, GraderSettings, grader_reasoning=reasoning) as channel:
         stub = grader_pb2_grpc.GraderServiceStub(channel)
         reply = await stub.GradeDocuments(
             grader_pb2.GradeDocumentsRequest(question=QUESTION, documents=[ON_TOPIC, OFF_TOPIC])
@@ -66,7 +67,9 @@ async def test_grader_grades_clear_cut_documents(serve_stage) -> None:
         common_pb2.VERDICT_RELEVANT,
         common_pb2.VERDICT_NOT_RELEVANT,
     ]
-    assert all(0.0 <= g.confidence <= 1.0 and g.reasoning for g in reply.grades)
+    assert all(0.0 <= g.confidence <= 1.0 for g in reply.grades)
+    # A reason only when asked for (RAGLOOP_GRADER_REASONING).
+    assert [bool(g.reasoning) for g in reply.grades] == [reasoning, reasoning]
     assert reply.usage.calls == 2 and reply.usage.prompt_tokens > 0
     assert reply.usage.model == "llamacpp:qwen2.5-coder-1.5b-instruct"
 
