@@ -13,7 +13,7 @@ from typing import Any
 
 from bench.metrics import unique_in_order
 from ragloop.core.domain import Document, Grade, GradingResult, RetrievalResult
-from ragloop.orchestrator.loop import Outcome, Round, best_passed_documents
+from ragloop.orchestrator.loop import Round, best_passed_documents
 
 Event = tuple[str, dict[str, Any]]  # (event name, its data), as the SSE stream sends them
 
@@ -41,15 +41,15 @@ def sources_of(documents: Iterable[Document]) -> list[str]:
 
 def generation_documents(events: Iterable[Event], *, limit: int) -> list[Document]:
     """The passages ragloop's loop handed to its generator, rebuilt from its stream's events by
-    the loop's own rule (``best_passed_documents``): the passed passages of the round that
-    passed, else of every graded round. ``limit`` is the loop's ``min(top_k,
-    max_generation_documents)``. Checked against the ``generate`` node's passage count."""
+    the loop's own rule (``best_passed_documents``): the passed passages of every graded round,
+    whatever the outcome. ``limit`` is the loop's ``min(top_k, max_generation_documents)``.
+    Checked against the ``generate`` node's passage count."""
     rounds: list[Round] = []
     retrieved: list[Document] = []
-    outcome, handed = "", None
+    finished, handed = False, None
     for name, data in events:
         if name == "done":
-            outcome = data["workflow"]["outcome"]
+            finished = True
         if name != "node_finished" or data["status"] != "ok":
             continue
         details = data["details"]
@@ -61,10 +61,9 @@ def generation_documents(events: Iterable[Event], *, limit: int) -> list[Documen
             rounds.append(Round(data["round"], "", retrieval, GradingResult(grades)))
         elif data["node"] == "generate":
             handed = details["documents"]
-    if not outcome:
+    if not finished:
         raise ValueError("the stream has no done event")
-    considered = rounds[-1:] if outcome == Outcome.PASSED else rounds
-    documents = best_passed_documents(considered, limit)
+    documents = best_passed_documents(rounds, limit)
     if handed is not None and handed != len(documents):
         raise ValueError(
             f"rebuilt {len(documents)} passages, but the generator was given {handed}: "
