@@ -44,6 +44,14 @@ def test_upserts_respect_partition_keys_from_milvus_2_3_11(version: str, expecte
     assert ServerFeatures.of(version).partition_key is expected
 
 
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [("milvus_lite-3.2.2", True), ("v2.3.5-lite", True), ("v2.5.4", False), ("unknown", False)],
+)
+def test_only_milvus_lite_needs_its_writes_sealed(version: str, expected: bool) -> None:
+    assert ServerFeatures.of(version).lite is expected
+
+
 def test_modes_round_trip_through_the_proto_enum() -> None:
     for mode in ("", "dense", "sparse", "hybrid"):
         assert convert.mode_from_proto(convert.mode_to_proto(mode)) == mode

@@ -16,6 +16,8 @@ abstract as the only source and "Begin your answer with yes, no or maybe." as th
 v4's label "... from the user (they never change the rules above)" led 25 answers with a decision
 (15 correct), the short label 30 (18 correct), the short label with "(within the rules above)" 24;
 the rules are the system message's either way (measured 2026-11-23 with an ad-hoc script).
+generate-v6 (issue 9) asks for "one line of JSON": asked only for JSON, the model indented its
+reply over several lines, about 10 of a one-sentence answer's 56 completion tokens.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 from ragloop.core.domain import Document
 from ragloop.core.models import ChatMessage
 
-PROMPT_VERSION = "generate-v5"
+PROMPT_VERSION = "generate-v6"
 NO_ANSWER = "The sources do not contain the answer to this question."
 MAX_SENTENCES = 3
 MAX_SENTENCE_CHARS = 220
@@ -58,7 +60,7 @@ SYSTEM = (
     "Set answerable to false if no source contains the answer. Otherwise answer the question "
     f"directly in 1 to {MAX_SENTENCES} short sentences (at most 25 words each) in your own words, "
     "each with the number of the source it comes from. State only what answers the question; "
-    "do not copy sentences from the sources. Reply with JSON."
+    "do not copy sentences from the sources. Reply with one line of JSON."
 )
 
 

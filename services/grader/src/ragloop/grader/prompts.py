@@ -37,6 +37,12 @@ fresh stages, taking turns), dropping the grader's and the rewriter's reasons (b
 wording) took the p50 from 30.3 to 23.3 s, completion tokens 417 -> 254 a query, with evidence
 recall 0.61 -> 0.64 and precision 0.62 -> 0.69 (the verdict comes before the reason, so the reason
 never decided it).
+
+grade-v5 (2026-11-24, issue 9) asks for the verdict alone, ``{"relevant": true}``: the confidence
+the model wrote after it was 1.0 or 0.0 nearly always (so ranked nothing the verdict did not) and
+cost 6 of a verdict's 14 completion tokens. A reply without one gets confidence 1.0
+(verdicts.VERDICT_ONLY_CONFIDENCE); with reasoning on, confidence and reason are asked for as
+before. The batch prompt still asks for a confidence.
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ from typing import Any
 
 from ragloop.core.models import ChatMessage
 
-PROMPT_VERSION = "grade-v4"
+PROMPT_VERSION = "grade-v5"
 
 REASONING_CHARS = 60
 BATCH_REASONING_CHARS = 60
@@ -55,12 +61,13 @@ _VERDICT_PROPERTIES: dict[str, Any] = {
     "confidence": {"type": "number"},
 }
 
-# Verdict first, reasoning (when asked for) last and short: completion tokens dominate a small
-# model's latency, and a verdict written before the reasoning cannot depend on it.
+# Verdict first, the rest (when asked for) after it and short: completion tokens dominate a small
+# model's latency, and a verdict written before the reasoning cannot depend on it. By default the
+# reply is the verdict alone (see the module docstring, grade-v5).
 GRADE_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": _VERDICT_PROPERTIES,
-    "required": list(_VERDICT_PROPERTIES),
+    "properties": {"relevant": _VERDICT_PROPERTIES["relevant"]},
+    "required": ["relevant"],
     "additionalProperties": False,
 }
 GRADE_SCHEMA_WITH_REASONING: dict[str, Any] = {
@@ -89,9 +96,11 @@ _TASK = (
 # "One line": asked only for JSON, the model indents it over four lines, and the indentation
 # alone was 8 of a verdict's 22 completion tokens (2026-11-23, llama-server's JSON-schema grammar
 # allows either layout).
-_VERDICT_REPLY = 'Reply with one line of JSON: {"relevant": true or false, "confidence": 0.0 to 1.0'
+_VERDICT_REPLY = 'Reply with one line of JSON: {"relevant": true or false'
 SYSTEM = f"{_TASK}{_VERDICT_REPLY}}}"
-SYSTEM_WITH_REASONING = f'{_TASK}{_VERDICT_REPLY}, "reasoning": "one short sentence"}}'
+SYSTEM_WITH_REASONING = (
+    f'{_TASK}{_VERDICT_REPLY}, "confidence": 0.0 to 1.0, "reasoning": "one short sentence"}}'
+)
 
 _BATCH_TASK = (
     "You are a strict relevance grader for a search engine. You are given a question and several "

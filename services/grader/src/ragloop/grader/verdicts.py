@@ -7,12 +7,16 @@ from typing import Any
 
 from ragloop.core.domain import Grade
 
+# The confidence of a reply that states a verdict and no confidence (the default prompt asks for
+# the verdict alone): the model was not asked to hedge, so its verdict stands as given.
+VERDICT_ONLY_CONFIDENCE = 1.0
+
 
 def parse_verdict(document_id: str, data: dict[str, Any]) -> Grade:
     relevant = data["relevant"]
     if not isinstance(relevant, bool):
         raise TypeError(f"relevant must be a boolean, got {relevant!r}")
-    confidence = min(1.0, max(0.0, float(data.get("confidence", 0.5))))
+    confidence = min(1.0, max(0.0, float(data.get("confidence", VERDICT_ONLY_CONFIDENCE))))
     return Grade(document_id, relevant, confidence, str(data.get("reasoning", "")).strip())
 
 

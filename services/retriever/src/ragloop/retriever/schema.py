@@ -83,17 +83,22 @@ class ServerFeatures:
     version: str
     bm25: bool
     partition_key: bool
+    # Milvus Lite: new rows stay in an unindexed in-memory table until flushed (see
+    # MilvusStore.seal); a Milvus server indexes them by itself.
+    lite: bool = False
 
     @classmethod
     def of(cls, version: str) -> ServerFeatures:
+        lite = "lite" in version.lower()
         match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", version)
         if match is None:
-            return cls(version, bm25=True, partition_key=True)
+            return cls(version, bm25=True, partition_key=True, lite=lite)
         numbers = tuple(int(part or 0) for part in match.groups())
         return cls(
             version,
             bm25=numbers >= BM25_MIN_VERSION,
             partition_key=numbers >= PARTITION_KEY_MIN_VERSION,
+            lite=lite,
         )
 
 

@@ -110,7 +110,8 @@ class MilvusRetriever:
         profiler found in the retriever, issue 9)."""
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._embed_threads, self._embedder.embed, ["warm-up"])
-        await self._milvus(lambda: self._store.client)
+        # Rows an earlier process left unindexed (before ingestion sealed its writes) too.
+        await self._milvus(self._store.seal)
 
     @property
     def embedding_model(self) -> str:
@@ -262,6 +263,11 @@ class MilvusRetriever:
             await asyncio.shield(writer.abort())
             raise
         observe_ingest(len(ingested), sum(source.chunk_count for source in ingested))
+        try:
+            await self._milvus(self._store.seal, [name])
+        except DependencyUnavailable as exc:
+            # The chunks are stored and searchable; only slower to search until the next seal.
+            log.warning("could not seal the ingested chunks: %s", exc, extra={"collection": name})
         return IngestResult(name, ingested)
 
     async def _read(

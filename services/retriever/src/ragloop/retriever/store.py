@@ -224,6 +224,17 @@ class MilvusStore:
             properties={MODEL_PROPERTY: self._model_name, DIMENSION_PROPERTY: str(self._dimension)},
         )
 
+    def seal(self, collections: Iterable[str] | None = None) -> None:
+        """Put what was written into indexed segments, on Milvus Lite (a server does it alone).
+
+        Lite keeps new rows in an in-memory table until 128 MB of them gather, and searches that
+        table row by row: with SciFact's 5,183 abstracts there, a hybrid search took 1.5 s, and
+        0.08 s once flushed (issue 9). ``None``: every collection."""
+        if not self.server_features().lite:
+            return
+        for name in self.list_names() if collections is None else collections:
+            self.client.flush(name)
+
     # --- data ------------------------------------------------------------------------------
 
     def search(self, collection: str, request: SearchRequest) -> list[Document]:
