@@ -10,8 +10,16 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.synced
 
 # llama.cpp's server is compiled from source once (~7 min on 2 cores); uv caches the built wheel.
+# Not for -march=native: on a CPU with AMX (Xeon Sapphire Rapids) that build's AMX matrix kernels
+# crash the server on its first prompt (SIGSEGV in ggml_backend_amx_mul_mat, 2026-11-24). So the
+# build targets AVX2 and adds the CPU's AVX-512 extensions by name, never AMX.
 export LLAMA_CPP_BUILD_JOBS ?= $(shell nproc)
-export CMAKE_ARGS ?= -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
+CPU_FLAGS := $(shell grep -m1 '^flags' /proc/cpuinfo 2>/dev/null)
+cpu_has = $(if $(filter $(1),$(CPU_FLAGS)),$(2))
+LLAMA_CPU_ARGS := -DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
+	$(call cpu_has,avx512f,-DGGML_AVX512=ON) $(call cpu_has,avx512vbmi,-DGGML_AVX512_VBMI=ON) \
+	$(call cpu_has,avx512_vnni,-DGGML_AVX512_VNNI=ON) $(call cpu_has,avx512_bf16,-DGGML_AVX512_BF16=ON)
+export CMAKE_ARGS ?= -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF $(strip $(LLAMA_CPU_ARGS))
 # Use this machine's Python; never download one.
 export UV_PYTHON_DOWNLOADS := never
 
