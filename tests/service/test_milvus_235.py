@@ -44,7 +44,9 @@ async def test_a_new_collection_is_dense_only_with_tenants_and_the_version_is_lo
         0,
     )
     # The retriever reads the server's version when it starts (in the fixture), not on demand.
-    logged = " ".join(r.getMessage() for when in ("setup", "call") for r in caplog.get_records(when))
+    logged = " ".join(
+        r.getMessage() for when in ("setup", "call") for r in caplog.get_records(when)
+    )
     assert "Milvus v2.3.5" in logged and "has no BM25 functions" in logged
     assert "the tenant of new collections is a filtered field" in logged
 
