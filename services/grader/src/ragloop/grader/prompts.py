@@ -43,6 +43,18 @@ the model wrote after it was 1.0 or 0.0 nearly always (so ranked nothing the ver
 cost 6 of a verdict's 14 completion tokens. A reply without one gets confidence 1.0
 (verdicts.VERDICT_ONLY_CONFIDENCE); with reasoning on, confidence and reason are asked for as
 before. The batch prompt still asks for a confidence.
+
+grade-v6 (2026-11-25, issue 9) is lenient: a document about the specific subject of the question
+is relevant even when it does not fully answer it. Through the whole in-process loop on the
+comparison's 50 SciFact claims, grade-v5 graded the judged abstract "not relevant" in round 1 of
+all 9 claims whose judged abstract the LangGraph baseline handed over and ragloop did not; the
+abstract was in the round's top 5 each time, often first. On 25 held-out claims' top 5 (120
+passages, 32 judged; claims 100-124 of the seeded order): grade-v5 P 0.44 R 0.53 (15 of 22
+claims' judged abstracts passed); grade-v6 P 0.33 R 0.72 (17 of 22); v5 without "strict" P 0.45
+R 0.59; the "question or claim ... supports or contradicts the claim" wording P 0.52 R 0.47. On
+the 50 claims, the loop's evidence recall went 0.51 -> 0.68 and precision 0.54 -> 0.38 at the
+same prompt tokens; the orchestrator now hands the generator 3 passages, not 5, which gave back
+some precision (see its settings). The batch prompt keeps the strict wording (not measured).
 """
 
 from __future__ import annotations
@@ -51,7 +63,7 @@ from typing import Any
 
 from ragloop.core.models import ChatMessage
 
-PROMPT_VERSION = "grade-v5"
+PROMPT_VERSION = "grade-v6"
 
 REASONING_CHARS = 60
 BATCH_REASONING_CHARS = 60
@@ -90,8 +102,9 @@ _DATA_RULE = (
 # the document before the model sees it, and without the rule the per-document prompt is shorter
 # and called more judged passages relevant (see the module docstring).
 _TASK = (
-    "You are a strict relevance grader for a search engine. You are given a question and one "
-    "document. Decide whether the document contains information that helps answer the question.\n"
+    "You are a relevance grader for a search engine. You are given a question and one document. "
+    "The document is relevant if it is about the specific subject of the question: it contains "
+    "keywords or meaning related to it, even if it does not fully answer it.\n"
 )
 # "One line": asked only for JSON, the model indents it over four lines, and the indentation
 # alone was 8 of a verdict's 22 completion tokens (2026-11-23, llama-server's JSON-schema grammar
