@@ -72,7 +72,9 @@ async def run_loop(
     "second_round", [["c", "d", "a"], ["c", "d", "e"]], ids=["retrieved-again", "earlier-only"]
 )
 async def test_the_passed_passages_of_every_round_are_rebuilt(second_round: list[str]) -> None:
-    policy = LoopPolicy(top_k=3, grade_pass_threshold=0.6, max_rewrite_attempts=2)
+    policy = LoopPolicy(
+        top_k=3, grade_pass_threshold=0.6, max_rewrite_attempts=2, max_generation_documents=3
+    )
     result, events = await run_loop(
         {"Q?": [doc("a"), doc("b")], "q2": [doc(i) for i in second_round]},
         {"a": (True, 0.9), "c": (True, 0.6), "d": (True, 0.7)},

@@ -127,7 +127,7 @@ async def test_rewrite_then_pass() -> None:
     generator = EchoGenerator()
 
     result = await make_loop(retriever, grader, rewriter, generator).run(
-        "original question", LoopPolicy()
+        "original question", LoopPolicy(max_generation_documents=5)
     )
 
     assert result.outcome is Outcome.PASSED
@@ -252,7 +252,7 @@ async def test_max_attempts_falls_back_to_best_passed_documents_of_any_round() -
     )
     rewriter = ScriptedRewriter(["q2", "q3"])
     generator = EchoGenerator()
-    policy = LoopPolicy(top_k=3, max_rewrite_attempts=2)
+    policy = LoopPolicy(top_k=3, max_rewrite_attempts=2, max_generation_documents=5)
 
     result = await make_loop(retriever, grader, rewriter, generator).run("q", policy)
 

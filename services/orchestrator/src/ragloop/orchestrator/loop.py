@@ -82,7 +82,7 @@ class LoopPolicy:
     # Kept of budget_s for generation (at most half of it): the rounds stop this long before the
     # budget ends, so that a query out of time still answers from what passed.
     generation_reserve_s: float = 60.0
-    max_generation_documents: int = 3
+    max_generation_documents: int = 2
 
     def similarity_threshold_of(self, round_number: int) -> float:
         if not self.similarity_relaxation:

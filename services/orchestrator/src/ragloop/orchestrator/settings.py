@@ -92,15 +92,15 @@ class OrchestratorSettings(ReliabilitySettings):  # retries, breaker, admission,
     grade_pass_threshold: float = Field(
         0.6, ge=0, le=1, description="Default share of passages that must pass grading."
     )
-    # Each passage costs the default 1.5B model on two cores about 2 s of prompt evaluation, and
-    # the answer cites at most three (issue 9: with the lenient grade-v6, 3 instead of 5 kept
-    # SciFact's evidence recall within 0.03 and raised its precision 0.38 -> 0.44).
+    # Each passage costs the default 1.5B model on two cores about 2 s of prompt evaluation
+    # (issue 9, with the lenient grade-v6 grader; docs/benchmarks.md has the figures).
     max_generation_documents: int = Field(
-        3,
+        2,
         ge=1,
         le=20,
-        description="Most passed passages handed to the generator (the most confident, then the "
-        "best scored, first); its answer has at most three sentences, each citing one.",
+        description="Most passed passages handed to the generator, the most confident (then the "
+        "best scored) first. Each one lengthens the answer's prompt: raise it for a larger model "
+        "or a GPU.",
     )
     generation_reserve_s: float = Field(
         60.0,
