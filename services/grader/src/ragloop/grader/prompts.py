@@ -53,8 +53,9 @@ passages, 32 judged; claims 100-124 of the seeded order): grade-v5 P 0.44 R 0.53
 claims' judged abstracts passed); grade-v6 P 0.33 R 0.72 (17 of 22); v5 without "strict" P 0.45
 R 0.59; the "question or claim ... supports or contradicts the claim" wording P 0.52 R 0.47. On
 the 50 claims, the loop's evidence recall went 0.51 -> 0.68 and precision 0.54 -> 0.38 at the
-same prompt tokens; the orchestrator now hands the generator 3 passages, not 5, which gave back
-some precision (see its settings). The batch prompt keeps the strict wording (not measured).
+same prompt tokens; the orchestrator now hands the generator 2 passages, not 5, which gave back
+precision and time (over 100 queries: precision 0.64, recall 0.80, p50 18.1 s; see its settings
+and the README's "Performance"). The batch prompt keeps the strict wording (not measured).
 """
 
 from __future__ import annotations
