@@ -672,3 +672,17 @@ async def test_build_query_response_without_a_rewrite_reports_should_rewrite() -
     assert body["grader_result"]["should_rewrite"] is True
     assert body["workflow"]["outcome"] == "max_attempts"
     assert body["retrieval"]["total_documents"] == body["retrieval"]["filtered_documents"] == 3
+
+
+async def test_by_default_the_generator_gets_the_two_best_passed_passages() -> None:
+    # Each passage lengthens the answer's prompt by ~2 s on the default local model (issue 9).
+    retriever = ScriptedRetriever(
+        {"q": [doc("a", score=0.9), doc("b", score=0.8), doc("c", score=0.7), doc("d")]}
+    )
+    grader = DictGrader({"a": (True, 0.7), "b": PASS, "c": PASS, "d": FAIL})
+    generator = EchoGenerator()
+
+    result = await make_loop(retriever, grader, generator=generator).run("q", LoopPolicy())
+
+    assert result.outcome is Outcome.PASSED
+    assert generator.document_ids == ["b", "c"]  # most confident first, then best scored
