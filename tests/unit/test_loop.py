@@ -35,7 +35,10 @@ from ragloop.orchestrator.loop import (
     StageFailure,
     best_passed_documents,
 )
+from ragloop.orchestrator.policy import resolve_policy
 from ragloop.orchestrator.response import build_query_response
+from ragloop.orchestrator.schemas import QueryRequest
+from ragloop.orchestrator.settings import OrchestratorSettings
 from tests.unit.fakes import (
     DictGrader,
     EchoGenerator,
@@ -674,15 +677,19 @@ async def test_build_query_response_without_a_rewrite_reports_should_rewrite() -
     assert body["retrieval"]["total_documents"] == body["retrieval"]["filtered_documents"] == 3
 
 
-async def test_by_default_the_generator_gets_the_two_best_passed_passages() -> None:
+@pytest.mark.parametrize("server", [False, True], ids=["loop-default", "server-default"])
+async def test_by_default_the_generator_gets_the_two_best_passed_passages(server: bool) -> None:
     # Each passage lengthens the answer's prompt by ~2 s on the default local model (issue 9).
+    # The loop's own default and the server's (which requests get) are the same.
+    request = QueryRequest(query="q")
+    policy = resolve_policy(request, OrchestratorSettings()) if server else LoopPolicy()
     retriever = ScriptedRetriever(
         {"q": [doc("a", score=0.9), doc("b", score=0.8), doc("c", score=0.7), doc("d")]}
     )
     grader = DictGrader({"a": (True, 0.7), "b": PASS, "c": PASS, "d": FAIL})
     generator = EchoGenerator()
 
-    result = await make_loop(retriever, grader, generator=generator).run("q", LoopPolicy())
+    result = await make_loop(retriever, grader, generator=generator).run("q", policy)
 
     assert result.outcome is Outcome.PASSED
     assert generator.document_ids == ["b", "c"]  # most confident first, then best scored
