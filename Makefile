@@ -27,7 +27,7 @@ PYTEST_ARGS ?=
 
 .PHONY: help install models run run-no-ingest test test-unit test-service test-integration test-observability test-browser \
         bench bench-retrieval bench-models protos check settings-docs lint format clean \
-        up down test-deploy bench-reliability bench-compare
+        up down test-deploy bench-reliability bench-compare bench-quality
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -82,7 +82,7 @@ up:  ## the production topology on this host with Docker (deploy/docker-compose.
 down:  ## stop the compose stack (the data stays in its volumes)
 	cd deploy && docker compose down
 
-bench: bench-retrieval bench-models bench-reliability bench-compare  ## every benchmark; results in bench/results/ and the README
+bench: bench-retrieval bench-models bench-reliability bench-compare bench-quality  ## every benchmark; results in bench/results/ and the README
 
 bench-retrieval: $(STAMP)  ## SciFact nDCG/recall per mode, ingest throughput, search latency (writes bench/results/)
 	$(PY) -m bench.retrieval $(BENCH_ARGS)
@@ -103,6 +103,12 @@ COMPARE_ARGS ?=
 bench-compare: models  ## ragloop vs a LangGraph corrective RAG: latency, tokens, evidence, throughput (writes bench/results/compare.json)
 	$(UV) sync --frozen --all-packages --group bench
 	$(PY) -m bench.compare $(COMPARE_ARGS)
+
+QUALITY_ARGS ?=
+
+bench-quality: models  ## answer accuracy: ragloop, single-shot, plain RAG, LangGraph baseline on SQuAD 2.0 and PubMedQA (writes bench/results/quality.json)
+	$(UV) sync --frozen --all-packages --group bench
+	$(PY) -m bench.quality $(QUALITY_ARGS)
 
 protos: $(STAMP)  ## regenerate ragloop.v1 stubs from protos/
 	$(PY) -m ragloop.core.protogen libs/core/src

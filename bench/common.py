@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import platform
 import random
-from collections.abc import Callable, Iterable, Sequence
+import signal
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -92,3 +96,25 @@ def check_parts(
     unknown = set(args.parts) - set(parts)
     if unknown:
         parser.error(f"unknown parts {sorted(unknown)}; choose from {', '.join(parts)}")
+
+
+def start_long_run() -> None:
+    """What a benchmark of hours sets first: ``kill`` stops it as Ctrl-C does (so the services
+    and servers it started are stopped on the way out), it prints line by line, and it logs
+    warnings."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+
+@contextmanager
+def runs_kept_on_interrupt(runs_path: Path) -> Iterator[None]:
+    """On Ctrl-C (or ``kill`` after ``start_long_run``), ends the process saying where the runs
+    made so far are kept."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        sys.exit(
+            f"\ninterrupted: the runs made so far are kept in {runs_path}; the same "
+            "command goes on from there (--summarise writes the figures of what is there)"
+        )

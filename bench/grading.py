@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 
 from bench.grader_pairs import Pair
-from bench.metrics import Classification
+from bench.metrics import Classification, roc_auc
 from bench.scifact import SciFact
 from bench.scifact_rankings import Ranking
 from bench.stages import ModelEndpoint, Tally, grader_for
@@ -25,37 +25,55 @@ class Accuracy:
     classification: Classification
     usage: ModelUsage
     seconds: float
+    scores: list[tuple[bool, float]] = field(default_factory=list)  # (judged relevant, confidence)
+
+    @property
+    def roc_auc(self) -> float:
+        """Meaningful for the scored mode, whose confidence is the probability of relevance."""
+        return roc_auc(self.scores)
+
+
+# One grading call's question and its documents, each with whether it is truly relevant.
+Case = tuple[str, list[tuple[Document, bool]]]
+
+
+def scifact_cases(groups: dict[str, list[Pair]], data: SciFact) -> list[Case]:
+    """Each query's pairs as one grading call (per-document mode still calls once per pair)."""
+    texts = {doc.source: doc.text for doc in data.corpus}
+    return [
+        (
+            data.queries[query_id],
+            [
+                (Document(p.document_id, texts[p.document_id], p.document_id), p.relevant)
+                for p in group
+            ],
+        )
+        for query_id, group in groups.items()
+    ]
 
 
 async def grader_accuracy(
-    endpoint: ModelEndpoint,
-    mode: GradingMode,
-    groups: dict[str, list[Pair]],
-    data: SciFact,
-    tally: Tally,
+    endpoint: ModelEndpoint, mode: GradingMode, cases: list[Case], tally: Tally
 ) -> Accuracy:
-    """Each query's pairs in one grading call (per-document mode still calls once per pair)."""
-    texts = {doc.source: doc.text for doc in data.corpus}
     grader, model = grader_for(
         endpoint, grader_mode=mode, grader_cache_size=0, model_timeout_s=MODEL_TIMEOUT_S
     )
     verdicts: list[tuple[bool, bool]] = []
+    scores: list[tuple[bool, float]] = []
     usage = ModelUsage()
     clock = time.perf_counter()
     try:
-        for done, (query_id, group) in enumerate(groups.items(), start=1):
-            documents = [
-                Document(p.document_id, texts[p.document_id], p.document_id) for p in group
-            ]
-            result = await grader.grade(data.queries[query_id], documents)
-            grades = zip(group, result.grades, strict=True)
-            verdicts += [(pair.relevant, grade.relevant) for pair, grade in grades]
+        for done, (question, judged) in enumerate(cases, start=1):
+            result = await grader.grade(question, [document for document, _ in judged])
+            for (_, relevant), grade in zip(judged, result.grades, strict=True):
+                verdicts.append((relevant, grade.relevant))
+                scores.append((relevant, grade.confidence))
             usage = usage + result.usage
-            _progress(f"grader accuracy, {endpoint.model_name}, {mode}", done, len(groups), clock)
+            _progress(f"grader accuracy, {endpoint.model_name}, {mode}", done, len(cases), clock)
     finally:
         await model.aclose()
         tally.add_grader(grader)
-    return Accuracy(Classification.of(verdicts), usage, time.perf_counter() - clock)
+    return Accuracy(Classification.of(verdicts), usage, time.perf_counter() - clock, scores)
 
 
 @dataclass

@@ -82,3 +82,26 @@ class Classification:
     @property
     def accuracy(self) -> float:
         return (self.true_positives + self.true_negatives) / self.total if self.total else 0.0
+
+
+def roc_auc(scored: Sequence[tuple[bool, float]]) -> float:
+    """Area under the ROC curve of (truly relevant, score) pairs: the chance that a random
+    positive scores above a random negative, ties counting half (Mann–Whitney). NaN when either
+    class is missing."""
+    positives = [score for label, score in scored if label]
+    negatives = [score for label, score in scored if not label]
+    if not positives or not negatives:
+        return float("nan")
+    wins = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p in positives for n in negatives)
+    return wins / (len(positives) * len(negatives))
+
+
+def best_threshold(scored: Sequence[tuple[bool, float]]) -> tuple[float, float]:
+    """The score threshold (pass at or above it) with the best F1 on ``scored``, and that F1;
+    among equal F1s, the highest threshold (fewer passages reach the generator)."""
+    best = (1.0, 0.0)
+    for threshold in sorted({score for _, score in scored}):
+        f1 = Classification.of((label, score >= threshold) for label, score in scored).f1
+        if f1 >= best[1]:
+            best = (threshold, f1)
+    return best

@@ -31,8 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from bench import report
+from bench.answers.squad import SPLIT_ARTICLES, load_squad
 from bench.common import (
     RESULTS_DIR,
+    SHARED_DATA,
     add_data_arguments,
     add_sampling_arguments,
     cache_dir,
@@ -42,8 +44,9 @@ from bench.common import (
     seeded_prefix,
     write_results,
 )
-from bench.grader_pairs import Pair, group_by_query, select_pairs
-from bench.grading import Workload, grader_accuracy, grading_cost
+from bench.grader_pairs import group_by_query, select_pairs
+from bench.grading import Case, Workload, grader_accuracy, grading_cost, scifact_cases
+from bench.metrics import best_threshold
 from bench.model_server import llama_server
 from bench.pubmedqa import (
     DecisionGenerator,
@@ -55,7 +58,10 @@ from bench.pubmedqa import (
 )
 from bench.scifact import SciFact, load_scifact
 from bench.scifact_rankings import scifact_rankings
+from bench.squad_pairs import squad_pairs
 from bench.stages import ModelEndpoint, Tally, model_stages
+from ragloop.core.domain import Document
+from ragloop.core.models import make_embedder
 from ragloop.grader.stage import GradingMode
 from ragloop.local.models import QWEN_CODER_0_5B, QWEN_CODER_1_5B, SplitModel
 from ragloop.orchestrator.loop import CorrectiveLoop
@@ -64,7 +70,7 @@ from ragloop.retriever.__main__ import build_retriever
 from ragloop.retriever.settings import RetrieverSettings
 from ragloop.retriever.stage import MilvusRetriever
 
-PARTS = ("accuracy", "cost", "pubmedqa", "small")
+PARTS = ("accuracy", "cost", "pubmedqa", "small", "squad2")
 FIRST_ROUND_MODE = "hybrid"  # the retriever's default: what the loop's first round grades
 SECOND_ROUND_MODE = "dense"  # stands in for a rewrite's retrieval (see report.COST_DESIGN)
 TOP = 5
@@ -139,11 +145,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     await retriever.ingest(batch, collection=PUBMEDQA_COLLECTION)
             print(f"ingested {len(corpus)} PubMedQA abstracts")
         try:
-            if parts & {"accuracy", "cost", "pubmedqa"}:
+            if parts & {"accuracy", "cost", "pubmedqa", "squad2"}:
                 with bench.serving(QWEN_CODER_1_5B) as endpoint:
                     if "accuracy" in parts and scifact and groups:
                         with bench.part("accuracy"):
-                            await default_model_accuracy(bench, endpoint, scifact, groups)
+                            cases = scifact_cases(groups, scifact)
+                            await default_model_accuracy(bench, endpoint, cases)
+                    if "squad2" in parts:
+                        with bench.part("squad2"):
+                            await squad_accuracy(bench, endpoint, args)
                     if "cost" in parts and workload:
                         with bench.part("cost"):
                             await grading_costs(bench, endpoint, workload)
@@ -153,7 +163,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                             await pubmedqa(bench, endpoint, retriever, questions, budget_s)
             if "small" in parts and scifact and groups:
                 with bench.serving(QWEN_CODER_0_5B) as endpoint, bench.part("small"):
-                    await small_model_accuracy(bench, endpoint, scifact, groups)
+                    await small_model_accuracy(bench, endpoint, scifact_cases(groups, scifact))
         finally:
             if retriever is not None:
                 retriever.close()
@@ -174,27 +184,48 @@ def limited(data: SciFact, corpus_limit: int) -> SciFact:
     return SciFact(kept, data.queries, data.qrels)
 
 
-async def default_model_accuracy(
-    bench: Bench, endpoint: ModelEndpoint, scifact: SciFact, groups: dict[str, list[Pair]]
-) -> None:
+async def default_model_accuracy(bench: Bench, endpoint: ModelEndpoint, cases: list[Case]) -> None:
+    """Every grading mode; the default (scored) mode's figures carry no suffix."""
     runs = {}
     for mode in GradingMode:
         with bench.timed(f"grader_accuracy_{mode}"):
-            runs[mode] = await grader_accuracy(endpoint, mode, groups, scifact, bench.tally)
+            runs[mode] = await grader_accuracy(endpoint, mode, cases, bench.tally)
     report.accuracy_table({f"{endpoint.model_name}, {mode}": run for mode, run in runs.items()})
     per_document, batched = runs[GradingMode.PER_DOCUMENT], runs[GradingMode.BATCHED]
-    bench.results.update(report.accuracy_figures(per_document, ""))
+    bench.results.update(report.accuracy_figures(runs[GradingMode.SCORED], ""))
+    bench.results.update(report.accuracy_figures(per_document, "_per_document"))
     bench.results.update(report.accuracy_figures(batched, "_batched"))
     drop = per_document.classification.f1 - batched.classification.f1
     bench.results["grader_f1_drop_batched"] = round(drop, 4)
 
 
-async def small_model_accuracy(
-    bench: Bench, endpoint: ModelEndpoint, scifact: SciFact, groups: dict[str, list[Pair]]
-) -> None:
+async def squad_accuracy(bench: Bench, endpoint: ModelEndpoint, args: argparse.Namespace) -> None:
+    """The scored grader on SQuAD 2.0 pairs of one split (bench/squad_pairs.py)."""
+    squad = load_squad(Path(args.squad2_data))
+    settings = RetrieverSettings()
+    embedder = make_embedder(settings.embedding_model, ollama_url=settings.ollama_url)
+    pairs = squad_pairs(squad, args.split, args.squad_pairs, args.seed, embedder)
+    texts = {document.source: document.text for document in squad.corpus}
+    cases = [
+        (pair.question, [(Document(pair.source, texts[pair.source], pair.source), pair.relevant)])
+        for pair in pairs
+    ]
+    with bench.timed("grader_accuracy_squad2"):
+        run = await grader_accuracy(endpoint, GradingMode.SCORED, cases, bench.tally)
+    split = f"SQuAD 2.0 {args.split} pairs"
+    report.accuracy_table({f"{endpoint.model_name}, {GradingMode.SCORED}": run}, split)
+    threshold, f1 = best_threshold(run.scores)
+    print(f"best F1 on these pairs: {f1:.3f} at threshold {threshold:.3f}")
+    suffix = "" if args.split == "report" else f"_{args.split}"
+    bench.results.update(report.accuracy_figures(run, suffix, dataset="squad2"))
+    bench.results[f"squad2_grader_pairs{suffix}"] = len(pairs)
+    bench.results[f"grader_best_threshold_squad2{suffix}"] = round(threshold, 3)
+
+
+async def small_model_accuracy(bench: Bench, endpoint: ModelEndpoint, cases: list[Case]) -> None:
     mode = GradingMode.PER_DOCUMENT
     with bench.timed("grader_accuracy_small_model"):
-        small = await grader_accuracy(endpoint, mode, groups, scifact, bench.tally)
+        small = await grader_accuracy(endpoint, mode, cases, bench.tally)
     report.accuracy_table({f"{endpoint.model_name}, {mode}": small})
     bench.results.update(report.accuracy_figures(small, "_small_model"))
 
@@ -238,6 +269,18 @@ def main() -> None:
         type=float,
         default=40,
         help="start no PubMedQA question after this long; 0: answer them all (default: 40)",
+    )
+    parser.add_argument(
+        "--squad2-data", default=str(SHARED_DATA / "squad2" / "squad2-dev-subset.json")
+    )
+    parser.add_argument(
+        "--squad-pairs", type=int, default=160, help="SQuAD 2.0 grader pairs (half relevant)"
+    )
+    parser.add_argument(
+        "--split",
+        choices=sorted(SPLIT_ARTICLES),
+        default="report",
+        help="SQuAD articles the pairs come from: dev (1-4, to tune on) or report (5-12)",
     )
     add_sampling_arguments(parser, PARTS)
     parser.add_argument("--output", default=str(RESULTS_DIR / "models.json"))

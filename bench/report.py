@@ -43,13 +43,14 @@ def _table(header: list[str], rows: list[list[object]]) -> None:
         print(_row(*row))
 
 
-def accuracy_table(runs: dict[str, Accuracy]) -> None:
+def accuracy_table(runs: dict[str, Accuracy], pairs: str = "SciFact pairs") -> None:
     first = next(iter(runs.values())).classification
     positives = first.true_positives + first.false_negatives
     negatives = first.total - positives
     _table(
         [
-            f"grader, SciFact pairs ({positives} judged + {negatives} hard negatives)",
+            f"grader, {pairs} ({positives} relevant + {negatives} hard negatives)",
+            "ROC AUC",
             "precision",
             "recall",
             "F1",
@@ -61,6 +62,7 @@ def accuracy_table(runs: dict[str, Accuracy]) -> None:
         [
             [
                 label,
+                f"{run.roc_auc:.3f}",
                 f"{run.classification.precision:.3f}",
                 f"{run.classification.recall:.3f}",
                 f"{run.classification.f1:.3f}",
@@ -74,13 +76,14 @@ def accuracy_table(runs: dict[str, Accuracy]) -> None:
     )
 
 
-def accuracy_figures(run: Accuracy, suffix: str) -> dict[str, float]:
+def accuracy_figures(run: Accuracy, suffix: str, dataset: str = "scifact") -> dict[str, float]:
     c = run.classification
     return {
-        f"grader_precision_scifact{suffix}": round(c.precision, 4),
-        f"grader_recall_scifact{suffix}": round(c.recall, 4),
-        f"grader_f1_scifact{suffix}": round(c.f1, 4),
-        f"grader_seconds_per_pair_scifact{suffix}": round(run.seconds / max(c.total, 1), 2),
+        f"grader_precision_{dataset}{suffix}": round(c.precision, 4),
+        f"grader_recall_{dataset}{suffix}": round(c.recall, 4),
+        f"grader_f1_{dataset}{suffix}": round(c.f1, 4),
+        f"grader_roc_auc_{dataset}{suffix}": round(run.roc_auc, 4),
+        f"grader_seconds_per_pair_{dataset}{suffix}": round(run.seconds / max(c.total, 1), 2),
     }
 
 

@@ -12,8 +12,7 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from bench.metrics import unique_in_order
-from ragloop.core.domain import Document, Grade, GradingResult, RetrievalResult
-from ragloop.orchestrator.loop import Round, best_passed_documents
+from ragloop.core.domain import Document
 
 Event = tuple[str, dict[str, Any]]  # (event name, its data), as the SSE stream sends them
 
@@ -39,14 +38,13 @@ def sources_of(documents: Iterable[Document]) -> list[str]:
     return unique_in_order([document.source for document in documents])
 
 
-def generation_documents(events: Iterable[Event], *, limit: int) -> list[Document]:
-    """The passages ragloop's loop handed to its generator, rebuilt from its stream's events by
-    the loop's own rule (``best_passed_documents``): the passed passages of every graded round,
-    whatever the outcome. ``limit`` is the loop's ``min(top_k, max_generation_documents)``.
-    Checked against the ``generate`` node's passage count."""
-    rounds: list[Round] = []
-    retrieved: list[Document] = []
-    finished, handed = False, None
+def generation_documents(events: Iterable[Event]) -> list[Document]:
+    """The passages ragloop's loop handed to its generator (the last time it generated), read
+    from its stream's events: the ``generate`` node's ``document_ids``, looked up among the
+    passages its ``retrieve`` nodes returned. None when it never generated."""
+    retrieved: dict[str, Document] = {}
+    handed: list[str] = []
+    finished = False
     for name, data in events:
         if name == "done":
             finished = True
@@ -54,22 +52,15 @@ def generation_documents(events: Iterable[Event], *, limit: int) -> list[Documen
             continue
         details = data["details"]
         if data["node"] == "retrieve":
-            retrieved = [_document(d) for d in details["documents"]]
-        elif data["node"] == "grade":
-            grades = [_grade(g) for g in details["grades"]]
-            retrieval = RetrievalResult(retrieved, len(retrieved))
-            rounds.append(Round(data["round"], "", retrieval, GradingResult(grades)))
+            retrieved |= {d["id"]: _document(d) for d in details["documents"]}
         elif data["node"] == "generate":
-            handed = details["documents"]
+            handed = details["document_ids"]
     if not finished:
         raise ValueError("the stream has no done event")
-    documents = best_passed_documents(rounds, limit)
-    if handed is not None and handed != len(documents):
-        raise ValueError(
-            f"rebuilt {len(documents)} passages, but the generator was given {handed}: "
-            "the loop's rule for choosing them changed"
-        )
-    return documents
+    missing = [doc_id for doc_id in handed if doc_id not in retrieved]
+    if missing:
+        raise ValueError(f"the generator was given passages no round retrieved: {missing}")
+    return [retrieved[doc_id] for doc_id in handed]
 
 
 def _document(data: dict[str, Any]) -> Document:
@@ -80,7 +71,3 @@ def _document(data: dict[str, Any]) -> Document:
         score=data["score"],
         chunk_index=data["chunk_index"],
     )
-
-
-def _grade(data: dict[str, Any]) -> Grade:
-    return Grade(data["document_id"], data["relevant"], data["confidence"], data["reasoning"])

@@ -76,14 +76,12 @@ class RagloopOverHttp:
         events = await stream_query(self.client, self.base_url, body, timeout_s=HTTP_TIMEOUT_S)
         done = events[-1][1]
         workflow = done["workflow"]
-        policy = self.policies[item.dataset]
-        limit = min(policy.top_k, policy.max_generation_documents)
         seconds, node_usage = spent_by_node(
             (e["node"], e["duration_ms"], e["details"]) for e in workflow["node_executions"]
         )
         return Answered(
             answer=done["answer"],
-            evidence=sources_of(generation_documents(events, limit=limit)),
+            evidence=sources_of(generation_documents(events)),
             usage=_usage(workflow["usage"]),
             node_seconds=seconds,
             decision_path=list(workflow["decision_path"]),

@@ -7,7 +7,7 @@ import json
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from ragloop.core.models.chat import ChatMessage, ChatReply
+from ragloop.core.models.chat import ChatMessage, ChatReply, TokenReply
 
 
 class SchemaShapedChatModel:
@@ -47,6 +47,17 @@ class SchemaShapedChatModel:
         for start in range(0, len(reply.text), 7):
             yield reply.text[start : start + 7]
         yield reply
+
+    async def next_token(
+        self, messages: list[ChatMessage], *, top_logprobs: int = 10
+    ) -> TokenReply:
+        """The scored grader's call: yes or no as ``relevant`` says, sure of it."""
+        self.calls += 1
+        prompt = "\n".join(m.content for m in messages)
+        self.prompts.append(prompt)
+        relevant = self.relevant if self.relevant is not None else len(prompt) % 2 == 0
+        word, other = ("yes", "no") if relevant else ("no", "yes")
+        return TokenReply(word, {word: -0.01, other: -6.0}, len(prompt) // 4, 1)
 
     async def aclose(self) -> None:
         return None

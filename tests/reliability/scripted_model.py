@@ -83,6 +83,8 @@ class ScriptedModel:
         schema = body.get("response_format", {}).get("json_schema", {}).get("schema", {})
         fields = set(schema.get("properties", {}))
         prompt = "\n".join(m.get("content", "") for m in body.get("messages", []))
+        if body.get("logprobs"):  # the grader's scored mode: one token, yes or no
+            return "grader", {"token": "no" if NOT_RELEVANT in prompt else "yes"}
         if "relevant" in fields:
             relevant = NOT_RELEVANT not in prompt
             return "grader", {"relevant": relevant, "confidence": 0.9, "reasoning": "scripted"}
@@ -110,9 +112,7 @@ class ScriptedModel:
                 hold = model._holds.get(stage)
                 if hold is not None:
                     hold._enter()
-                message = {"role": "assistant", "content": json.dumps(reply)}
-                usage = {"prompt_tokens": 10, "completion_tokens": 5}
-                self._send(200, {"choices": [{"message": message}], "usage": usage})
+                self._send(200, _completion(reply))
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()
@@ -129,3 +129,18 @@ class ScriptedModel:
                 pass  # one line per call would drown the test output
 
         return Handler
+
+
+def _completion(reply: dict[str, Any]) -> dict[str, Any]:
+    """The chat completion of a scripted reply: a JSON object, or one ``token`` with OpenAI's
+    log-probabilities (a sure answer: the other word far behind)."""
+    usage = {"prompt_tokens": 10, "completion_tokens": 5}
+    if "token" not in reply:
+        message = {"role": "assistant", "content": json.dumps(reply)}
+        return {"choices": [{"message": message}], "usage": usage}
+    token = reply["token"]
+    other = "no" if token == "yes" else "yes"
+    top = [{"token": token, "logprob": -0.01}, {"token": other, "logprob": -6.0}]
+    logprobs = {"content": [{"token": token, "logprob": -0.01, "top_logprobs": top}]}
+    message = {"role": "assistant", "content": token}
+    return {"choices": [{"message": message, "logprobs": logprobs}], "usage": usage}

@@ -92,7 +92,10 @@ async def rest_over_stages(
 ) -> AsyncIterator[str]:
     """The REST API's base URL. ``stages`` maps each stage name to what serves it: a spec to
     serve on a free loopback port, or an address (e.g. ``closed_address()``). With
-    ``serve_grpc`` the app also serves RagService (on ``orchestrator_grpc_port``)."""
+    ``serve_grpc`` the app also serves RagService (on ``orchestrator_grpc_port``). Unless
+    ``settings`` say otherwise, a round passes when 60% of its passages pass (the scripted rounds
+    of two or three passages with one failing are rewritten), answered at any confidence."""
+    settings = {"grade_pass_threshold": 0.6, "answer_min_confidence": 0.0} | settings
     async with AsyncExitStack() as running:
         addresses = {}
         for name in STAGES:

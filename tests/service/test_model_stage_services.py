@@ -55,9 +55,14 @@ def serve_stage(llama_url: str) -> Callable[..., AsyncIterator[grpc.aio.Channel]
     return make
 
 
-@pytest.mark.parametrize("reasoning", [False, True], ids=["verdicts", "with-reasoning"])
-async def test_grader_grades_clear_cut_documents(serve_stage, reasoning: bool) -> None:
-    async with serve_stage(grader_spec, GraderSettings, grader_reasoning=reasoning) as channel:
+@pytest.mark.parametrize(
+    ("mode", "reasoning"),
+    [("scored", False), ("per_document", False), ("per_document", True)],
+    ids=["scored", "verdicts", "with-reasoning"],
+)
+async def test_grader_grades_clear_cut_documents(serve_stage, mode: str, reasoning: bool) -> None:
+    overrides = {"grader_mode": mode, "grader_reasoning": reasoning}
+    async with serve_stage(grader_spec, GraderSettings, **overrides) as channel:
         stub = grader_pb2_grpc.GraderServiceStub(channel)
         reply = await stub.GradeDocuments(
             grader_pb2.GradeDocumentsRequest(question=QUESTION, documents=[ON_TOPIC, OFF_TOPIC])
@@ -68,7 +73,11 @@ async def test_grader_grades_clear_cut_documents(serve_stage, reasoning: bool) -
         common_pb2.VERDICT_NOT_RELEVANT,
     ]
     assert all(0.0 <= g.confidence <= 1.0 for g in reply.grades)
-    # A reason only when asked for (RAGLOOP_GRADER_REASONING).
+    if mode == "scored":  # the probability of relevance, from the model's log-probabilities
+        on_topic, off_topic = (g.confidence for g in reply.grades)
+        assert on_topic > 0.5 > off_topic and 0.0 < on_topic < 1.0
+        assert reply.usage.completion_tokens == 2  # one token a passage
+    # A reason only when asked for (RAGLOOP_GRADER_REASONING; never in scored mode).
     assert [bool(g.reasoning) for g in reply.grades] == [reasoning, reasoning]
     assert reply.usage.calls == 2 and reply.usage.prompt_tokens > 0
     assert reply.usage.model == "llamacpp:qwen2.5-coder-1.5b-instruct"

@@ -23,7 +23,7 @@ from ragloop.core.models import ChatMessage, ChatModel, ChatReply, make_chat_mod
 from ragloop.generator.prompts import ANSWER_SCHEMA
 from ragloop.generator.stage import ModelGenerator
 from ragloop.grader.prompts import GRADE_SCHEMA
-from ragloop.grader.stage import ModelGrader
+from ragloop.grader.stage import GradingMode, ModelGrader
 
 GRADE_REPLY = '{"relevant": true, "confidence": 0.9, "reasoning": "states it"}'
 
@@ -103,7 +103,7 @@ def ollama_model(url: str) -> ChatModel:
 
 async def test_grader_over_ollama_sends_the_schema_as_format(ollama_url: str) -> None:
     model = ollama_model(ollama_url)
-    result = await ModelGrader(model).grade(
+    result = await ModelGrader(model, mode=GradingMode.PER_DOCUMENT).grade(
         "Who owns the data directory?", [Document("d1", "The retriever owns it.", "s.md")]
     )
 

@@ -21,8 +21,9 @@ from ragloop.core.domain import (
     Rewrite,
     RewriteAttempt,
 )
-from ragloop.core.models.chat import ChatMessage, ChatReply
+from ragloop.core.models.chat import ChatMessage, ChatReply, TokenReply
 from ragloop.orchestrator.events import LoopEvent
+from ragloop.orchestrator.loop import LoopPolicy
 
 
 def doc(doc_id: str, text: str | None = None, *, source: str = "", score: float = 0.5) -> Document:
@@ -326,6 +327,9 @@ class ScriptedChatModel:
     completion_tokens: int = 3
     stream_piece_chars: int = 3
     calls: list[ChatCall] = field(default_factory=list)
+    # next_token: the log-probabilities of each call's reply, in order (None: the provider
+    # gives none); with none queued, every reply comes without them.
+    token_logprobs: list[dict[str, float] | None] = field(default_factory=list)
 
     async def complete(
         self,
@@ -352,5 +356,20 @@ class ScriptedChatModel:
             yield reply.text[start : start + self.stream_piece_chars]
         yield reply
 
+    async def next_token(
+        self, messages: list[ChatMessage], *, top_logprobs: int = 10
+    ) -> TokenReply:
+        """The next reply's text as the token, with the next queued log-probabilities."""
+        reply = await self.complete(messages, max_tokens=1)
+        logprobs = self.token_logprobs.pop(0) if self.token_logprobs else None
+        return TokenReply(reply.text, logprobs, reply.prompt_tokens, 1)
+
     async def aclose(self) -> None:
         return None
+
+
+def partial_pass_policy(**changes: Any) -> LoopPolicy:
+    """A loop policy whose round passes when 60% of its passages pass, so that the tests' rounds
+    of two or three passages with one failing are rewritten, and that answers from a passed
+    passage of any confidence; other fields as given."""
+    return LoopPolicy(**({"grade_pass_threshold": 0.6, "answer_min_confidence": 0.0} | changes))

@@ -82,7 +82,7 @@ async def test_the_passed_passages_of_every_round_are_rebuilt(second_round: list
         policy,
     )
 
-    rebuilt = generation_documents(events, limit=3)
+    rebuilt = generation_documents(events)
 
     assert result.outcome.value == "passed"
     assert [d.id for d in rebuilt] == [d.id for d in result.generation_documents] == ["a", "d", "c"]
@@ -97,7 +97,7 @@ async def test_after_the_last_rewrite_the_best_passages_of_every_round_are_rebui
         policy,
     )
 
-    rebuilt = generation_documents(events, limit=2)
+    rebuilt = generation_documents(events)
 
     assert result.outcome.value == "max_attempts"
     assert [d.id for d in rebuilt] == [d.id for d in result.generation_documents] == ["c", "e"]
@@ -107,26 +107,21 @@ async def test_nothing_passed_hands_nothing_over() -> None:
     policy = LoopPolicy(top_k=2, max_rewrite_attempts=1)
     result, events = await run_loop({"Q?": [doc("a")]}, {}, ["q2"], policy)
 
-    assert generation_documents(events, limit=2) == result.generation_documents == []
+    assert generation_documents(events) == result.generation_documents == []
 
 
-async def test_a_rule_that_no_longer_matches_the_loop_is_reported() -> None:
+async def test_a_passage_no_round_retrieved_is_reported() -> None:
     policy = LoopPolicy(top_k=3, max_rewrite_attempts=0)
     _, events = await run_loop({"Q?": [doc("a"), doc("b")]}, {"a": (True, 0.9)}, [], policy)
-    _, events_passed_all = await run_loop(
-        {"Q?": [doc("a"), doc("b")]}, {"a": (True, 0.9), "b": (True, 0.8)}, [], policy
-    )
-    # The generator of the second run got two passages; pretend the grades said one passed.
-    tampered = [e for e in events_passed_all if e[1].get("node") != "grade"]
-    tampered.insert(2, next(e for e in events if e[1].get("node") == "grade"))
+    tampered = [e for e in events if e[1].get("node") != "retrieve"]
 
-    with pytest.raises(ValueError, match="the generator was given 2"):
-        generation_documents(tampered, limit=3)
+    with pytest.raises(ValueError, match="no round retrieved"):
+        generation_documents(tampered)
 
 
 def test_a_stream_without_done_is_refused() -> None:
     with pytest.raises(ValueError, match="no done event"):
-        generation_documents([], limit=3)
+        generation_documents([])
 
 
 async def test_server_sent_events_are_read_with_their_names() -> None:

@@ -13,8 +13,8 @@ from bench.models import tally_totals
 from bench.pubmedqa import DECISION_INSTRUCTION, DecisionGenerator
 from bench.stages import CountingRewriter, Tally
 from ragloop.generator.prompts import INSTRUCTIONS_LABEL, NO_ANSWER
-from ragloop.generator.stage import ModelGenerator
-from ragloop.grader.stage import ModelGrader
+from ragloop.generator.stage import AnswerFormat, ModelGenerator
+from ragloop.grader.stage import GradingMode, ModelGrader
 from ragloop.rewriter.stage import ModelRewriter
 from tests.unit.fakes import ScriptedChatModel, doc
 
@@ -30,7 +30,9 @@ def tally() -> Iterator[Tally]:
 
 
 async def test_an_answer_no_reply_of_which_parsed_is_a_failure(tally: Tally) -> None:
-    generator = DecisionGenerator(ModelGenerator(ScriptedChatModel(["{oops", "nope"])), tally)
+    generator = DecisionGenerator(
+        ModelGenerator(ScriptedChatModel(["{oops", "nope"]), answer_format=AnswerFormat.JSON), tally
+    )
     answer = await generator.generate("Q?", [doc("d1")])
     assert answer.text == NO_ANSWER
     assert (tally.failures, tally.replies.count) == (1, 2)
@@ -40,7 +42,9 @@ async def test_a_repaired_answer_is_no_failure_and_the_generator_gets_the_instru
     tally: Tally,
 ) -> None:
     model = ScriptedChatModel(["{oops", ANSWER])
-    answer = await DecisionGenerator(ModelGenerator(model), tally).generate("Q?", [doc("d1")])
+    answer = await DecisionGenerator(
+        ModelGenerator(model, answer_format=AnswerFormat.JSON), tally
+    ).generate("Q?", [doc("d1")])
     assert answer.text.startswith("Yes")
     assert (tally.failures, tally.replies.count) == (0, 1)
     prompt = model.calls[0].text
@@ -50,7 +54,7 @@ async def test_a_repaired_answer_is_no_failure_and_the_generator_gets_the_instru
 
 async def test_the_loops_instructions_come_before_the_decision_instruction(tally: Tally) -> None:
     model = ScriptedChatModel([ANSWER])
-    generator = DecisionGenerator(ModelGenerator(model), tally)
+    generator = DecisionGenerator(ModelGenerator(model, answer_format=AnswerFormat.JSON), tally)
     await generator.generate("Q?", [doc("d1")], "Answer in French.")
     assert f"{INSTRUCTIONS_LABEL}: Answer in French. {DECISION_INSTRUCTION}\n" in (
         model.calls[0].text
@@ -68,7 +72,7 @@ async def test_a_rewrite_that_kept_the_query_for_want_of_a_parse_is_a_failure(
 
 
 async def test_grader_fallbacks_and_failures_come_from_its_counters(tally: Tally) -> None:
-    grader = ModelGrader(ScriptedChatModel(["bad", "worse"]))
+    grader = ModelGrader(ScriptedChatModel(["bad", "worse"]), mode=GradingMode.PER_DOCUMENT)
     result = await grader.grade("Q?", [doc("d1")])
     assert not result.grades[0].relevant
     tally.add_grader(grader)

@@ -25,7 +25,8 @@ from ragloop.core.errors import (
     NotFound,
 )
 from ragloop.core.stages import Generator, Grader, Retriever, Rewriter
-from ragloop.generator.stage import ModelGenerator
+from ragloop.core.text import CHARS_PER_TOKEN
+from ragloop.generator.stage import AnswerFormat, ModelGenerator
 from ragloop.orchestrator.loop import (
     CorrectiveLoop,
     LoopPolicy,
@@ -34,6 +35,7 @@ from ragloop.orchestrator.loop import (
     Round,
     StageFailure,
     best_passed_documents,
+    within_token_budget,
 )
 from ragloop.orchestrator.policy import resolve_policy
 from ragloop.orchestrator.response import build_query_response
@@ -52,6 +54,7 @@ from tests.unit.fakes import (
     StreamingEchoGenerator,
     WrongCountGrader,
     doc,
+    partial_pass_policy,
 )
 
 PASS = (True, 0.9)
@@ -83,7 +86,7 @@ async def test_passes_at_once_and_generates_from_passed_documents_only() -> None
     grader = DictGrader({"a": PASS, "b": (True, 0.7), "c": FAIL})  # 2/3 >= 0.6
     rewriter = ScriptedRewriter([])
     generator = EchoGenerator()
-    policy = LoopPolicy(
+    policy = partial_pass_policy(
         top_k=4,
         similarity_threshold=0.42,
         collection="kb",
@@ -130,7 +133,7 @@ async def test_rewrite_then_pass() -> None:
     generator = EchoGenerator()
 
     result = await make_loop(retriever, grader, rewriter, generator).run(
-        "original question", LoopPolicy(max_generation_documents=5)
+        "original question", partial_pass_policy(max_generation_documents=5)
     )
 
     assert result.outcome is Outcome.PASSED
@@ -172,7 +175,7 @@ async def test_rewriter_receives_the_history_and_current_query_of_later_rounds()
     grader = DictGrader({"a": FAIL, "b": FAIL, "c": PASS})
     rewriter = ScriptedRewriter(["q2", "q3"])
 
-    result = await make_loop(retriever, grader, rewriter).run("q1", LoopPolicy())
+    result = await make_loop(retriever, grader, rewriter).run("q1", partial_pass_policy())
 
     assert result.outcome is Outcome.PASSED
     assert result.final_query == "q3"
@@ -215,7 +218,7 @@ async def test_answer_instructions_go_to_the_generator_and_to_no_other_stage(
 
     result = await loop.run(
         "q1",
-        LoopPolicy(answer_instructions=instructions),
+        partial_pass_policy(answer_instructions=instructions),
         on_event=EventRecorder() if streamed else None,
     )
 
@@ -234,7 +237,7 @@ async def test_without_answer_instructions_the_generator_gets_none() -> None:
     generator = EchoGenerator()
     loop = make_loop(ScriptedRetriever({"q": [doc("a")]}), DictGrader({"a": PASS}), None, generator)
 
-    await loop.run("q", LoopPolicy())
+    await loop.run("q", partial_pass_policy())
 
     assert generator.calls[0].instructions == ""
 
@@ -255,7 +258,7 @@ async def test_max_attempts_falls_back_to_best_passed_documents_of_any_round() -
     )
     rewriter = ScriptedRewriter(["q2", "q3"])
     generator = EchoGenerator()
-    policy = LoopPolicy(top_k=3, max_rewrite_attempts=2, max_generation_documents=5)
+    policy = partial_pass_policy(top_k=3, max_rewrite_attempts=2, max_generation_documents=5)
 
     result = await make_loop(retriever, grader, rewriter, generator).run("q", policy)
 
@@ -286,7 +289,7 @@ async def test_max_attempts_zero_never_rewrites() -> None:
     generator = EchoGenerator()
 
     result = await make_loop(retriever, grader, rewriter, generator).run(
-        "q", LoopPolicy(max_rewrite_attempts=0)
+        "q", partial_pass_policy(max_rewrite_attempts=0)
     )
 
     assert result.outcome is Outcome.MAX_ATTEMPTS
@@ -302,7 +305,7 @@ async def test_max_attempts_with_nothing_ever_passed_generates_from_no_documents
     generator = EchoGenerator()
 
     result = await make_loop(retriever, grader, ScriptedRewriter(["q2"]), generator).run(
-        "q", LoopPolicy(max_rewrite_attempts=1)
+        "q", partial_pass_policy(max_rewrite_attempts=1)
     )
 
     assert result.outcome is Outcome.MAX_ATTEMPTS
@@ -360,7 +363,9 @@ async def test_circular_rewrite_stops_the_loop(
     rewriter = ScriptedRewriter(rewrites)
     generator = EchoGenerator()
 
-    result = await make_loop(retriever, grader, rewriter, generator).run("What is x", LoopPolicy())
+    result = await make_loop(retriever, grader, rewriter, generator).run(
+        "What is x", partial_pass_policy()
+    )
 
     assert result.outcome is Outcome.CIRCULAR_REWRITE
     assert retriever.queries == expected_retrievals  # no retrieval for the repeated query
@@ -384,7 +389,9 @@ async def test_a_rewrite_that_finds_only_passages_seen_before_ends_the_loop() ->
     rewriter = ScriptedRewriter(["x?", "never asked"])
     generator = EchoGenerator()
 
-    result = await make_loop(retriever, grader, rewriter, generator).run("What is x", LoopPolicy())
+    result = await make_loop(retriever, grader, rewriter, generator).run(
+        "What is x", partial_pass_policy()
+    )
 
     assert result.outcome is Outcome.NO_NEW_DOCUMENTS
     assert retriever.queries == ["What is x", "x?"]
@@ -412,7 +419,7 @@ async def test_the_loop_goes_on_when_the_next_round_can_find_more(
     )
     grader = DictGrader({"d": PASS})
     rewriter = ScriptedRewriter(["q2", "q3"])
-    policy = LoopPolicy(similarity_relaxation=relaxation)
+    policy = partial_pass_policy(similarity_relaxation=relaxation)
 
     result = await make_loop(retriever, grader, rewriter, EchoGenerator()).run("q", policy)
 
@@ -429,7 +436,7 @@ async def test_zero_documents_skips_the_grader_and_rewrites() -> None:
     rewriter = ScriptedRewriter(["q2"])
     generator = EchoGenerator()
 
-    result = await make_loop(retriever, grader, rewriter, generator).run("q", LoopPolicy())
+    result = await make_loop(retriever, grader, rewriter, generator).run("q", partial_pass_policy())
 
     assert result.outcome is Outcome.PASSED
     assert [c.document_ids for c in grader.calls] == [["a"]]  # never called with no documents
@@ -452,7 +459,7 @@ async def test_zero_documents_pass_when_threshold_is_zero() -> None:
     generator = EchoGenerator()
 
     result = await make_loop(retriever, grader, rewriter, generator).run(
-        "q", LoopPolicy(grade_pass_threshold=0.0)
+        "q", partial_pass_policy(grade_pass_threshold=0.0)
     )
 
     assert result.outcome is Outcome.PASSED
@@ -472,7 +479,7 @@ async def test_retriever_unavailable_is_a_stage_failure_with_trace() -> None:
     )
 
     with pytest.raises(StageFailure) as caught:
-        await loop.run("q", LoopPolicy())
+        await loop.run("q", partial_pass_policy())
 
     failure = caught.value
     assert (failure.stage, failure.kind) == ("retrieve", "unavailable")
@@ -501,7 +508,7 @@ async def test_grader_errors_are_classified(error: Exception, kind: str, message
     loop = make_loop(ScriptedRetriever({"q": [doc("a")]}), RaisingGrader(error), None, generator)
 
     with pytest.raises(StageFailure) as caught:
-        await loop.run("q", LoopPolicy())
+        await loop.run("q", partial_pass_policy())
 
     failure = caught.value
     assert (failure.stage, failure.kind, failure.message) == ("grade", kind, message)
@@ -517,7 +524,7 @@ async def test_generic_retriever_error_is_internal() -> None:
     loop = make_loop(RaisingRetriever(RuntimeError("boom")), DictGrader({}))
 
     with pytest.raises(StageFailure) as caught:
-        await loop.run("q", LoopPolicy())
+        await loop.run("q", partial_pass_policy())
 
     assert (caught.value.stage, caught.value.kind) == ("retrieve", "internal")
     assert "RuntimeError" in caught.value.message
@@ -531,7 +538,7 @@ async def test_grader_returning_wrong_number_of_grades_is_internal() -> None:
     )
 
     with pytest.raises(StageFailure) as caught:
-        await loop.run("q", LoopPolicy())
+        await loop.run("q", partial_pass_policy())
 
     failure = caught.value
     assert (failure.stage, failure.kind) == ("grade", "internal")
@@ -549,7 +556,7 @@ async def test_rewriter_error_fails_the_rewrite_stage() -> None:
     loop = make_loop(ScriptedRetriever({"q": [doc("a")]}), DictGrader({}), BrokenRewriter())
 
     with pytest.raises(StageFailure) as caught:
-        await loop.run("q", LoopPolicy())
+        await loop.run("q", partial_pass_policy())
 
     assert (caught.value.stage, caught.value.kind) == ("rewrite", "timeout")
     assert caught.value.trace.decision_path == ["retrieve", "grade", "rewrite"]
@@ -568,10 +575,10 @@ async def test_many_passed_passages_do_not_exceed_the_generators_limit() -> None
         ScriptedRetriever({"q": documents}),
         DictGrader({d.id: PASS for d in documents}),
         ScriptedRewriter([]),
-        ModelGenerator(model, max_documents=20),
+        ModelGenerator(model, max_documents=20, answer_format=AnswerFormat.JSON),
     )
 
-    result = await loop.run("q", LoopPolicy(top_k=25))
+    result = await loop.run("q", partial_pass_policy(top_k=25))
 
     assert result.outcome is Outcome.PASSED
     assert 1 <= len(result.generation_documents) <= 20
@@ -587,7 +594,9 @@ async def test_empty_query_is_invalid_input(query: str) -> None:
     events = EventRecorder()
 
     with pytest.raises(InvalidInput):
-        await make_loop(retriever, DictGrader({})).run(query, LoopPolicy(), on_event=events)
+        await make_loop(retriever, DictGrader({})).run(
+            query, partial_pass_policy(), on_event=events
+        )
 
     assert retriever.calls == []
     assert events.events == []
@@ -599,7 +608,7 @@ async def test_model_usage_of_every_stage_call_is_summed() -> None:
     rewriter = ScriptedRewriter(["q2"], usage=ModelUsage("m", 1, 5, 1))
     generator = EchoGenerator(usage=ModelUsage("m", 1, 20, 4))
 
-    result = await make_loop(retriever, grader, rewriter, generator).run("q", LoopPolicy())
+    result = await make_loop(retriever, grader, rewriter, generator).run("q", partial_pass_policy())
 
     # Two gradings, one rewrite, one generation.
     assert result.trace.usage == ModelUsage("m", 4, 45, 9)
@@ -627,7 +636,7 @@ async def test_build_query_response_after_a_rewrite() -> None:
         EchoGenerator(usage=ModelUsage("m", 1, 20, 4)),
     )
 
-    result = await loop.run("q", LoopPolicy())
+    result = await loop.run("q", partial_pass_policy())
     body = build_query_response(result).model_dump()
 
     assert body["answer"] == "c b"  # passed passages reach the generator most confident first
@@ -663,7 +672,7 @@ async def test_build_query_response_without_a_rewrite_reports_should_rewrite() -
     retriever = ScriptedRetriever({"q": [doc("a"), doc("b"), doc("c")]})
     loop = make_loop(retriever, DictGrader({"a": PASS}))
 
-    result = await loop.run("q", LoopPolicy(max_rewrite_attempts=0))
+    result = await loop.run("q", partial_pass_policy(max_rewrite_attempts=0))
     body = build_query_response(result).model_dump()
 
     assert body["query"]["was_rewritten"] is False
@@ -678,18 +687,34 @@ async def test_build_query_response_without_a_rewrite_reports_should_rewrite() -
 
 
 @pytest.mark.parametrize("server", [False, True], ids=["loop-default", "server-default"])
-async def test_by_default_the_generator_gets_the_two_best_passed_passages(server: bool) -> None:
-    # Each passage lengthens the answer's prompt by ~2 s on the default local model (issue 9).
+async def test_by_default_the_generator_gets_the_passed_passages_that_fit_its_budget(
+    server: bool,
+) -> None:
     # The loop's own default and the server's (which requests get) are the same.
     request = QueryRequest(query="q")
     policy = resolve_policy(request, OrchestratorSettings()) if server else LoopPolicy()
+    quarter = "w" * (policy.generation_context_tokens * CHARS_PER_TOKEN // 4)  # a 1/4 budget
     retriever = ScriptedRetriever(
-        {"q": [doc("a", score=0.9), doc("b", score=0.8), doc("c", score=0.7), doc("d")]}
+        {
+            "q": [
+                doc("a", quarter, score=0.9),
+                doc("b", quarter, score=0.8),
+                doc("c", quarter, score=0.7),
+                doc("d", quarter + quarter, score=0.6),
+                doc("e", quarter),
+            ]
+        }
     )
-    grader = DictGrader({"a": (True, 0.7), "b": PASS, "c": PASS, "d": FAIL})
+    grader = DictGrader({"a": (True, 0.7), "b": PASS, "c": PASS, "d": (True, 0.8), "e": FAIL})
     generator = EchoGenerator()
 
     result = await make_loop(retriever, grader, generator=generator).run("q", policy)
 
     assert result.outcome is Outcome.PASSED
-    assert generator.document_ids == ["b", "c"]  # most confident first, then best scored
+    # Most confident first, then best scored, while they fit: b, c (1/2), d (full); a would not.
+    assert generator.document_ids == ["b", "c", "d"]
+
+
+def test_one_long_passage_is_given_whatever_its_length() -> None:
+    long = doc("long", "w" * 100_000)
+    assert within_token_budget([long, doc("short")], 100) == [long]

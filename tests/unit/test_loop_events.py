@@ -13,7 +13,7 @@ from ragloop.core.domain import RetrievalResult
 from ragloop.core.errors import DependencyUnavailable
 from ragloop.orchestrator import sse
 from ragloop.orchestrator.events import AnswerToken, NodeFinished, NodeStarted
-from ragloop.orchestrator.loop import CorrectiveLoop, LoopPolicy, LoopResult, StageFailure
+from ragloop.orchestrator.loop import CorrectiveLoop, LoopResult, StageFailure
 from ragloop.orchestrator.response import query_response_body
 from tests.sse_events import KEEP_ALIVE, answer_text, parse_events
 from tests.unit.fakes import (
@@ -27,6 +27,7 @@ from tests.unit.fakes import (
     StallingRetriever,
     StreamingEchoGenerator,
     doc,
+    partial_pass_policy,
 )
 
 PASS = (True, 0.9)
@@ -56,7 +57,7 @@ def kinds(recorder: EventRecorder) -> list[tuple[str, str, int] | tuple[str, str
 async def test_a_run_with_one_rewrite_emits_every_node_then_the_tokens_in_order() -> None:
     events = EventRecorder()
 
-    result = await one_rewrite_loop().run("q", LoopPolicy(), on_event=events)
+    result = await one_rewrite_loop().run("q", partial_pass_policy(), on_event=events)
 
     assert kinds(events) == [
         ("node_started", "retrieve", 1),
@@ -85,7 +86,7 @@ async def test_a_run_with_one_rewrite_emits_every_node_then_the_tokens_in_order(
 async def test_each_node_says_what_it_worked_on_and_found() -> None:
     events = EventRecorder()
 
-    await one_rewrite_loop().run("q", LoopPolicy(), on_event=events)
+    await one_rewrite_loop().run("q", partial_pass_policy(), on_event=events)
 
     started = {(e.node, e.round): e.query for e in events.events if isinstance(e, NodeStarted)}
     assert started == {
@@ -127,11 +128,14 @@ async def test_each_node_says_what_it_worked_on_and_found() -> None:
     assert details[("rewrite", 1)] == {
         "query": "q2",
         "reason": "reason for q2",
+        "trigger": "pass_rate",
         "usage": no_model_call,
     }
     assert details[("generate", 2)] == {
         "citations": 2,
         "documents": 2,
+        "document_ids": ["c", "d"],
+        "best_confidence": 0.9,
         "grounded": True,
         "usage": no_model_call,
     }
@@ -140,7 +144,9 @@ async def test_each_node_says_what_it_worked_on_and_found() -> None:
 async def test_a_generator_that_cannot_stream_gives_its_text_as_one_token() -> None:
     events = EventRecorder()
 
-    result = await one_rewrite_loop(EchoGenerator()).run("q", LoopPolicy(), on_event=events)
+    result = await one_rewrite_loop(EchoGenerator()).run(
+        "q", partial_pass_policy(), on_event=events
+    )
 
     assert kinds(events)[-3:] == [
         ("node_started", "generate", 2),
@@ -157,7 +163,7 @@ async def test_without_an_observer_the_generator_is_not_streamed() -> None:
             yield
 
     generator = UnaryOnly()
-    result = await one_rewrite_loop(generator).run("q", LoopPolicy())
+    result = await one_rewrite_loop(generator).run("q", partial_pass_policy())
 
     assert result.answer.text == "c d"
     assert len(generator.calls) == 1
@@ -173,7 +179,7 @@ async def test_a_failing_node_finishes_with_status_error_and_its_message() -> No
     )
 
     with pytest.raises(StageFailure):
-        await loop.run("q", LoopPolicy(), on_event=events)
+        await loop.run("q", partial_pass_policy(), on_event=events)
 
     assert kinds(events) == [("node_started", "retrieve", 1), ("node_finished", "retrieve", 1)]
     finished = events.events[1]
@@ -194,7 +200,7 @@ async def test_the_stream_ends_with_done_holding_exactly_the_query_response() ->
     results: list[LoopResult] = []
 
     async def run(sink: sse.EventSink) -> LoopResult:
-        results.append(await loop.run("q", LoopPolicy(), on_event=sink))
+        results.append(await loop.run("q", partial_pass_policy(), on_event=sink))
         return results[-1]
 
     events = parse_events(await read_all(sse.query_events(run)))
@@ -221,7 +227,7 @@ async def test_a_stage_failure_ends_the_stream_with_an_error_event() -> None:
         EchoGenerator(),
     )
 
-    chunks = sse.query_events(lambda sink: loop.run("q", LoopPolicy(), on_event=sink))
+    chunks = sse.query_events(lambda sink: loop.run("q", partial_pass_policy(), on_event=sink))
     events = parse_events(await read_all(chunks))
 
     assert [e.name for e in events][-2:] == ["node_finished", "error"]
@@ -259,7 +265,7 @@ async def test_a_quiet_run_sends_keep_alives(monkeypatch: pytest.MonkeyPatch) ->
         WaitingRetriever({}), DictGrader({}), ScriptedRewriter([]), EchoGenerator()
     )
     chunks = sse.query_events(
-        lambda sink: loop.run("q", LoopPolicy(max_rewrite_attempts=0), on_event=sink)
+        lambda sink: loop.run("q", partial_pass_policy(max_rewrite_attempts=0), on_event=sink)
     )
 
     first, second = await anext(chunks), await anext(chunks)
@@ -273,7 +279,7 @@ async def test_a_quiet_run_sends_keep_alives(monkeypatch: pytest.MonkeyPatch) ->
 async def test_a_reader_that_stops_cancels_the_stage_call_in_flight() -> None:
     retriever = StallingRetriever({}, stall_on="q")
     loop = CorrectiveLoop(retriever, DictGrader({}), ScriptedRewriter([]), EchoGenerator())
-    chunks = sse.query_events(lambda sink: loop.run("q", LoopPolicy(), on_event=sink))
+    chunks = sse.query_events(lambda sink: loop.run("q", partial_pass_policy(), on_event=sink))
 
     assert (await anext(chunks)).startswith(b"event: node_started\n")
     await asyncio.wait_for(retriever.stall.started.wait(), 10)

@@ -23,7 +23,7 @@ from ragloop.generator.settings import GeneratorSettings
 from ragloop.grader.__main__ import build_spec as grader_spec
 from ragloop.grader.cache import GradeCache
 from ragloop.grader.settings import GraderSettings
-from ragloop.grader.stage import ModelGrader
+from ragloop.grader.stage import GradingMode, ModelGrader
 from ragloop.rewriter.__main__ import build_spec as rewriter_spec
 from ragloop.rewriter.settings import RewriterSettings
 from ragloop.rewriter.stage import ModelRewriter
@@ -156,7 +156,7 @@ async def test_each_unparseable_reply_is_a_parse_failure_and_the_grade_unparseab
     failed, calls = parse_failures("grader"), model_calls("grader")
     unparseable = verdicts("unparseable")
 
-    result = await ModelGrader(model).grade(QUESTION, [doc("d1")])
+    result = await ModelGrader(model, mode=GradingMode.PER_DOCUMENT).grade(QUESTION, [doc("d1")])
 
     assert result.grades[0].relevant is False
     assert (failed(), calls(), unparseable()) == (2, 2, 1)
@@ -166,7 +166,7 @@ async def test_a_repaired_reply_counts_its_failed_attempt_only() -> None:
     model = MeteredChatModel(ScriptedChatModel(["garbage", verdict(True)]), stage="grader")
     failed, relevant = parse_failures("grader"), verdicts("relevant")
 
-    result = await ModelGrader(model).grade(QUESTION, [doc("d1")])
+    result = await ModelGrader(model, mode=GradingMode.PER_DOCUMENT).grade(QUESTION, [doc("d1")])
 
     assert result.grades[0].relevant is True
     assert (failed(), relevant()) == (1, 1)
@@ -199,7 +199,11 @@ async def test_a_streamed_reply_that_does_not_parse_is_counted() -> None:
 
 
 async def test_a_cache_hit_is_counted_and_its_verdict_too() -> None:
-    grader = ModelGrader(ScriptedChatModel([verdict(True), verdict(False)]), cache=GradeCache(8))
+    grader = ModelGrader(
+        ScriptedChatModel([verdict(True), verdict(False)]),
+        cache=GradeCache(8),
+        mode=GradingMode.PER_DOCUMENT,
+    )
     hits, misses = lookups("hit"), lookups("miss")
     relevant, not_relevant = verdicts("relevant"), verdicts("not_relevant")
 
@@ -211,7 +215,11 @@ async def test_a_cache_hit_is_counted_and_its_verdict_too() -> None:
 
 
 async def test_with_the_cache_off_nothing_is_looked_up() -> None:
-    grader = ModelGrader(ScriptedChatModel([verdict(True), verdict(True)]), cache=GradeCache(0))
+    grader = ModelGrader(
+        ScriptedChatModel([verdict(True), verdict(True)]),
+        cache=GradeCache(0),
+        mode=GradingMode.PER_DOCUMENT,
+    )
     hits, misses = lookups("hit"), lookups("miss")
 
     await grader.grade(QUESTION, [doc("d1")])
@@ -221,7 +229,7 @@ async def test_with_the_cache_off_nothing_is_looked_up() -> None:
 
 
 async def test_grades_given_without_the_model_have_their_own_verdicts() -> None:
-    grader = ModelGrader(ScriptedChatModel([]), min_score=0.4)
+    grader = ModelGrader(ScriptedChatModel([]), min_score=0.4, mode=GradingMode.PER_DOCUMENT)
     floor, instructions = verdicts("below_score_floor"), verdicts("instructions_only")
 
     await grader.grade(

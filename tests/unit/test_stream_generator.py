@@ -11,7 +11,7 @@ from ragloop.core.domain import Answer, AnswerDelta, Document
 from ragloop.core.errors import InvalidInput
 from ragloop.generator.citations import plain_text
 from ragloop.generator.prompts import NO_ANSWER
-from ragloop.generator.stage import ModelGenerator
+from ragloop.generator.stage import AnswerFormat, ModelGenerator
 from tests.unit.fakes import ScriptedChatModel, doc
 
 DOCUMENTS = [doc("d1", "X is Y. Nothing else."), doc("d2", "Z is W.")]
@@ -27,7 +27,12 @@ async def stream(
     replies: list[str], documents: list[Document] = DOCUMENTS
 ) -> tuple[list[AnswerDelta], Answer, ScriptedChatModel]:
     model = ScriptedChatModel(list(replies))
-    events = [e async for e in ModelGenerator(model).generate_stream("What is X?", documents)]
+    events = [
+        e
+        async for e in ModelGenerator(model, answer_format=AnswerFormat.JSON).generate_stream(
+            "What is X?", documents
+        )
+    ]
     *deltas, answer = events
     assert all(isinstance(d, AnswerDelta) for d in deltas)
     assert isinstance(answer, Answer)
@@ -52,7 +57,9 @@ async def test_deltas_build_the_answer_text_before_the_answer_arrives() -> None:
 
 async def test_the_streamed_answer_is_the_answer_generate_returns() -> None:
     _, streamed, _ = await stream([ANSWER])
-    generated = await ModelGenerator(ScriptedChatModel([ANSWER])).generate("What is X?", DOCUMENTS)
+    generated = await ModelGenerator(
+        ScriptedChatModel([ANSWER]), answer_format=AnswerFormat.JSON
+    ).generate("What is X?", DOCUMENTS)
 
     assert streamed == generated
 
@@ -103,5 +110,10 @@ async def test_a_refusal_with_nothing_streamed_is_one_delta() -> None:
 async def test_an_empty_question_is_rejected_before_the_model_is_called(question: str) -> None:
     model = ScriptedChatModel([ANSWER])
     with pytest.raises(InvalidInput):
-        [e async for e in ModelGenerator(model).generate_stream(question, DOCUMENTS)]
+        [
+            e
+            async for e in ModelGenerator(model, answer_format=AnswerFormat.JSON).generate_stream(
+                question, DOCUMENTS
+            )
+        ]
     assert model.calls == []

@@ -27,3 +27,12 @@ def split_sentences(text: str) -> list[str]:
 def content_words(text: str) -> set[str]:
     """Lower-case words of three letters or more: a cheap bag of words for overlap scores."""
     return {w for w in _WORD.findall(text.lower()) if len(w) >= 3}
+
+
+# Characters per token of English prose for the BPE tokenizers of common chat models: a budget
+# estimate that needs no tokenizer (the model server counts the real tokens).
+CHARS_PER_TOKEN = 4
+
+
+def estimated_tokens(text: str) -> int:
+    return max(1, round(len(text) / CHARS_PER_TOKEN))

@@ -16,6 +16,7 @@ def build_generator(settings: GeneratorSettings, model: ChatModel) -> ModelGener
         model,
         max_tokens=settings.generator_max_tokens,
         max_documents=settings.generator_max_documents,
+        answer_format=settings.generator_answer_format,
     )
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from ragloop.core.domain import Citation, Document
 from ragloop.core.text import content_words, split_sentences
 from ragloop.generator.draft import DraftAnswer
+from ragloop.generator.leads import with_lead
 
 _MARKER = re.compile(r"\s*\[(\d+)\]")
 
@@ -48,7 +49,8 @@ def compose_answer(draft: DraftAnswer, documents: list[Document]) -> CheckedAnsw
     removed: list[int] = []
     uncited = 0
     for sentence in draft.sentences:
-        numbers = [sentence.source, *(int(n) for n in _MARKER.findall(sentence.text))]
+        named = [] if sentence.source is None else [sentence.source]
+        numbers = [*named, *(int(n) for n in _MARKER.findall(sentence.text))]
         text = _MARKER.sub("", sentence.text).strip()
         valid: list[int] = []
         for number in numbers:
@@ -70,4 +72,7 @@ def compose_answer(draft: DraftAnswer, documents: list[Document]) -> CheckedAnsw
             Citation(number, doc.id, doc.source, best_quote(doc.text, " ".join(texts)))
         )
     risk = uncited / len(parts) if parts else 0.0
-    return CheckedAnswer(" ".join(parts), citations, removed, uncited, round(risk, 4))
+    text = " ".join(parts)
+    if draft.lead and text:
+        text = with_lead(draft.lead, text)
+    return CheckedAnswer(text, citations, removed, uncited, round(risk, 4))

@@ -8,7 +8,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class AnswerSentence:
-    source: int  # 1-based number of the passage, as shown to the model
+    source: int | None  # 1-based number of the passage, as shown to the model; None: only
+    # the markers in the text cite (the plain-text format)
     text: str
 
 
@@ -16,6 +17,7 @@ class AnswerSentence:
 class DraftAnswer:
     answerable: bool
     sentences: list[AnswerSentence]
+    lead: str | None = None  # the word the answer must begin with (leads.py), when asked for
 
 
 def parse_draft(data: dict[str, Any]) -> DraftAnswer:
@@ -26,4 +28,7 @@ def parse_draft(data: dict[str, Any]) -> DraftAnswer:
         AnswerSentence(int(item["source"]), " ".join(str(item["text"]).split()))
         for item in data["sentences"]
     ]
-    return DraftAnswer(answerable, [s for s in sentences if s.text])
+    lead = data.get("lead")
+    if lead is not None and not isinstance(lead, str):
+        raise TypeError(f"lead must be a string, got {lead!r}")
+    return DraftAnswer(answerable, [s for s in sentences if s.text], lead or None)

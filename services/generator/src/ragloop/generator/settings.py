@@ -3,9 +3,16 @@ from __future__ import annotations
 from pydantic import Field
 
 from ragloop.core.settings import ChatModelSettings
+from ragloop.generator.stage import AnswerFormat
 
 
 class GeneratorSettings(ChatModelSettings):
     generator_port: int = Field(50054, ge=0, le=65535, description="gRPC port of the generator.")
     generator_max_tokens: int = Field(384, ge=16, le=4096, description="Longest answer, in tokens.")
     generator_max_documents: int = Field(20, ge=1, description="Most passages put in one prompt.")
+    generator_answer_format: AnswerFormat = Field(
+        AnswerFormat.JSON,
+        description="`json` (sentences each naming its source, under a JSON schema) or `text` "
+        "(prose with [n] markers, parsed afterwards; faster, but with the 1.5B model it refused "
+        "more answerable questions: docs/decisions/0002-answer-format.md).",
+    )

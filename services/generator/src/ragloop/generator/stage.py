@@ -1,13 +1,19 @@
-"""The generator stage. No gRPC here."""
+"""The generator stage. No gRPC here.
+
+Two answer formats (chosen by measurement, docs/decisions/): plain text with ``[n]`` markers
+parsed afterwards, or JSON sentences each naming its source. Either way the citations are checked
+against the passages given, and a refusal is the same honest ``NO_ANSWER``.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
+from enum import StrEnum
 
 from ragloop.core.domain import Answer, AnswerDelta, Document, ModelUsage
-from ragloop.core.models import ChatMessage, ChatModel
+from ragloop.core.models import ChatMessage, ChatModel, ChatReply
 from ragloop.core.models.structured import (
     StructuredReply,
     complete_structured,
@@ -22,18 +28,33 @@ from ragloop.core.validation import (
 from ragloop.generator.answer_stream import AnswerTextStream
 from ragloop.generator.citations import compose_answer, plain_text
 from ragloop.generator.draft import DraftAnswer, parse_draft
-from ragloop.generator.prompts import ANSWER_SCHEMA, NO_ANSWER, generate_messages
+from ragloop.generator.leads import required_lead
+from ragloop.generator.prompts import NO_ANSWER, answer_schema, generate_messages
+from ragloop.generator.text_answer import parse_text_answer, text_messages
 
 log = logging.getLogger(__name__)
+
+
+class AnswerFormat(StrEnum):
+    TEXT = "text"  # prose with [n] markers
+    JSON = "json"  # {"answerable", "sentences": [{"source", "text"}]}
 
 
 class ModelGenerator:
     """Implements the ``Generator`` interface with a chat model."""
 
-    def __init__(self, model: ChatModel, *, max_tokens: int = 384, max_documents: int = 20) -> None:
+    def __init__(
+        self,
+        model: ChatModel,
+        *,
+        max_tokens: int = 384,
+        max_documents: int = 20,
+        answer_format: AnswerFormat = AnswerFormat.JSON,
+    ) -> None:
         self._model = model
         self._max_tokens = max_tokens
         self._max_documents = max_documents
+        self._format = AnswerFormat(answer_format)
 
     async def generate(
         self, question: str, documents: list[Document], instructions: str = ""
@@ -43,10 +64,13 @@ class ModelGenerator:
         messages = self._checked_messages(question, documents, instructions)
         if not documents:
             return self._nothing_passed()
+        if self._format is AnswerFormat.TEXT:
+            text_reply = await self._model.complete(messages, max_tokens=self._max_tokens)
+            return self._answer(self._parsed_text(text_reply), documents)
         reply = await complete_structured(
             self._model,
             messages,
-            schema=ANSWER_SCHEMA,
+            schema=answer_schema(required_lead(instructions)),
             parse=parse_draft,
             max_tokens=self._max_tokens,
         )
@@ -70,12 +94,28 @@ class ModelGenerator:
             yield answer
             return
         shown = ""  # the text the deltas built so far
+        if self._format is AnswerFormat.TEXT:
+            text_reply: ChatReply | None = None
+            pieces = self._model.stream(messages, max_tokens=self._max_tokens)
+            async with aclosing(pieces):
+                async for piece in pieces:
+                    if isinstance(piece, ChatReply):
+                        text_reply = piece
+                    elif piece:
+                        shown += piece
+                        yield AnswerDelta(piece)
+            assert text_reply is not None, "a model's stream always ends with its reply"
+            answer = self._answer(self._parsed_text(text_reply), documents)
+            if plain_text(shown) != plain_text(answer.text):
+                yield AnswerDelta(answer.text, restart=bool(shown))
+            yield answer
+            return
         attempt, text_stream, restart = -1, AnswerTextStream(), False
         reply: StructuredReply[DraftAnswer] | None = None
         events = stream_structured(
             self._model,
             messages,
-            schema=ANSWER_SCHEMA,
+            schema=answer_schema(required_lead(instructions)),
             parse=parse_draft,
             max_tokens=self._max_tokens,
         )
@@ -105,7 +145,18 @@ class ModelGenerator:
             instructions, "answer_instructions", max_chars=MAX_ANSWER_INSTRUCTIONS_CHARS
         )
         at_most(documents, self._max_documents, "documents")
+        if self._format is AnswerFormat.TEXT:
+            return text_messages(question, documents, instructions)
         return generate_messages(question, documents, instructions)
+
+    def _parsed_text(self, reply: ChatReply) -> StructuredReply[DraftAnswer]:
+        usage = ModelUsage(
+            model=self._model.name,
+            calls=1,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+        )
+        return StructuredReply(parse_text_answer(reply.text), usage)
 
     def _nothing_passed(self) -> Answer:
         # Nothing passed grading: say so rather than let the model invent an answer.

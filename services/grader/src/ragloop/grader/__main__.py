@@ -23,6 +23,7 @@ def build_grader(settings: GraderSettings, model: ChatModel) -> ModelGrader:
         cache=GradeCache(settings.grader_cache_size),
         min_score=settings.grader_min_score,
         reasoning=settings.grader_reasoning,
+        relevance_threshold=settings.grader_relevance_threshold,
     )
 
 

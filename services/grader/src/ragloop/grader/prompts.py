@@ -128,8 +128,32 @@ BATCH_SYSTEM = f'{_BATCH_TASK} and "confidence" (0 to 1).'
 BATCH_SYSTEM_WITH_REASONING = f'{_BATCH_TASK}, "confidence" (0 to 1) and "reasoning" (a few words).'
 
 
-def prompt_version(*, reasoning: bool) -> str:
+SCORE_PROMPT_VERSION = "score-v1"
+
+# Scored mode: one token, "yes" or "no", whose probability is the score. "Relevant" means the
+# document holds the answer; a document on the same subject without it is not (SQuAD 2.0's
+# unanswerable questions are exactly that). Claims (SciFact) are judged by evidence for or
+# against them.
+SCORE_SYSTEM = (
+    "You check whether a document contains the answer to a question. Reply yes if the document "
+    "states the information that answers the question (for a claim: evidence that supports or "
+    "refutes it). Reply no if it does not, even when the document is about the same subject. "
+    "Reply with one word: yes or no."
+)
+
+
+def score_messages(question: str, document_text: str) -> list[ChatMessage]:
+    user = (
+        f"<document>\n{_fence(document_text)}\n</document>\n\nQuestion: {question}\n"
+        "Does the document contain the answer? Reply yes or no."
+    )
+    return [ChatMessage("system", SCORE_SYSTEM), ChatMessage("user", user)]
+
+
+def prompt_version(*, reasoning: bool, scored: bool = False) -> str:
     """The grade cache's prompt key: with and without reasoning the prompts differ."""
+    if scored:
+        return SCORE_PROMPT_VERSION
     return f"{PROMPT_VERSION}+reasoning" if reasoning else PROMPT_VERSION
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from ragloop.core.settings import ChatModelSettings
+from ragloop.grader.scores import DEFAULT_RELEVANCE_THRESHOLD
 from ragloop.grader.stage import GradingMode
 
 
@@ -13,9 +14,19 @@ class GraderSettings(ChatModelSettings):
     )
     grader_max_documents: int = Field(50, ge=1, description="Most documents accepted per call.")
     grader_mode: GradingMode = Field(
-        GradingMode.PER_DOCUMENT,
-        description="`per_document` (one model call per passage) or `batched` "
-        "(one call grades up to `RAGLOOP_GRADER_BATCH_SIZE` passages).",
+        GradingMode.SCORED,
+        description='`scored` (one one-token call per passage; the probability of "yes" from '
+        "the model's log-probabilities is the grade's confidence, passing at "
+        "`RAGLOOP_GRADER_RELEVANCE_THRESHOLD`), `per_document` (a sampled JSON verdict per "
+        "passage) or `batched` (one call grades up to `RAGLOOP_GRADER_BATCH_SIZE` passages).",
+    )
+    grader_relevance_threshold: float = Field(
+        DEFAULT_RELEVANCE_THRESHOLD,
+        ge=0,
+        le=1,
+        description="In `scored` mode, the probability of relevance at which a passage passes. "
+        "Calibrated on a dev split with the default model (docs/decisions/); providers without "
+        "log-probabilities (Ollama) give 1 or 0 by the sampled word.",
     )
     grader_batch_size: int = Field(
         5, ge=1, le=20, description="Passages per model call in batched mode."
@@ -32,7 +43,8 @@ class GraderSettings(ChatModelSettings):
     )
     grader_reasoning: bool = Field(
         False,
-        description="Ask the model for a short reason with each verdict (shown in the trace and "
-        "to the rewriter). Costs ~17 more completion tokens a passage, ~0.6 s each with a 1.5B "
-        "model on 2 CPU cores; the verdict is written before the reason either way.",
+        description="In `per_document` and `batched` modes, ask the model for a short reason with "
+        "each verdict (shown in the trace and to the rewriter). Costs ~17 more completion tokens "
+        "a passage, ~0.6 s each with a 1.5B model on 2 CPU cores; the verdict is written before "
+        "the reason either way.",
     )

@@ -1,4 +1,5 @@
-"""The grader stage: structured model verdicts, per document or in batches. No gRPC here.
+"""The grader stage: relevance scores from the model's log-probabilities (by default), or
+structured model verdicts, per document or in batches. No gRPC here.
 
 For every document, in this order: a retrieval score below the optional floor grades it not
 relevant without a model call; a cached verdict for the same (question, document, model, prompt
@@ -28,7 +29,9 @@ from ragloop.grader.prompts import (
     grade_messages,
     grade_schema,
     prompt_version,
+    score_messages,
 )
+from ragloop.grader.scores import DEFAULT_RELEVANCE_THRESHOLD, relevance_score
 from ragloop.grader.verdicts import parse_batch, parse_verdict
 
 log = logging.getLogger(__name__)
@@ -39,6 +42,9 @@ INJECTION_NOTE = "instruction-like text in the document was ignored"
 
 
 class GradingMode(StrEnum):
+    # One one-token call per document: the probability of "yes" is the grade's confidence, and
+    # the document passes at or above the relevance threshold.
+    SCORED = "scored"
     PER_DOCUMENT = "per_document"  # one model call per document, up to `concurrency` at once
     BATCHED = "batched"  # one model call per `batch_size` documents
 
@@ -52,6 +58,7 @@ class GraderCounters:
     batch_fallbacks: int = 0  # documents a batch reply left out, graded one by one
     prefiltered: int = 0  # documents below the score floor, never sent to the model
     injections: int = 0  # documents with instruction-like text removed
+    sampled: int = 0  # scored without log-probabilities: the sampled yes or no stood as 1 or 0
 
 
 @dataclass(frozen=True)
@@ -70,14 +77,17 @@ class ModelGrader:
         *,
         concurrency: int = 1,
         max_documents: int = 50,
-        mode: GradingMode = GradingMode.PER_DOCUMENT,
+        mode: GradingMode = GradingMode.SCORED,
         batch_size: int = 5,
         cache: GradeCache | None = None,
         min_score: float = 0.0,
         reasoning: bool = False,
+        relevance_threshold: float = DEFAULT_RELEVANCE_THRESHOLD,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
+        if not 0.0 <= relevance_threshold <= 1.0:
+            raise ValueError("relevance_threshold must be in [0, 1]")
         self._model = model
         self._slots = asyncio.Semaphore(concurrency)
         self._max_documents = max_documents
@@ -85,7 +95,12 @@ class ModelGrader:
         self._batch_size = batch_size
         self._min_score = min_score
         self._reasoning = reasoning
-        self._prompt_version = prompt_version(reasoning=reasoning)
+        self._relevance_threshold = relevance_threshold
+        scored = self._mode is GradingMode.SCORED
+        # A cached scored grade holds its verdict at the threshold it was graded with.
+        self._prompt_version = prompt_version(reasoning=reasoning, scored=scored) + (
+            f"@{relevance_threshold:g}" if scored else ""
+        )
         self.cache = cache if cache is not None else GradeCache(0)
         self.counters = GraderCounters()
 
@@ -125,7 +140,8 @@ class ModelGrader:
                 pending.extend(left_out)
                 usage = usage + call_usage
             self.counters.batch_fallbacks += len(pending)
-        singles = await asyncio.gather(*(self._grade_one(question, item) for item in pending))
+        grade_one = self._score_one if self._mode is GradingMode.SCORED else self._grade_one
+        singles = await asyncio.gather(*(grade_one(question, item) for item in pending))
         for item, (grade, call_usage) in zip(pending, singles, strict=True):
             grades[item.position] = grade
             usage = usage + call_usage
@@ -178,6 +194,31 @@ class ModelGrader:
             grade = Grade(doc.id, False, 0.0, f"grader reply could not be parsed ({reply.error})")
             return grade, reply.usage
         return self._finish(question, item, reply.value), reply.usage
+
+    async def _score_one(self, question: str, item: _Pending) -> tuple[Grade, ModelUsage]:
+        doc = item.doc
+        async with self._slots:
+            reply = await self._model.next_token(score_messages(question, item.guarded.text))
+        usage = ModelUsage(
+            model=self._model.name,
+            calls=1,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+        )
+        score = relevance_score(reply)
+        if score is None:
+            # Neither yes nor no: not relevant, and say why. Not cached (as _grade_one).
+            self.counters.unparseable += 1
+            count_verdict("unparseable")
+            reason = f"grader reply was neither yes nor no ({reply.text[:40]!r})"
+            return Grade(doc.id, False, 0.0, reason), usage
+        if score.sampled:
+            self.counters.sampled += 1
+        # No reason: the score is the grade's confidence, and a reason the rewriter would read
+        # ("P 0.31 < 0.5") tells it nothing about the passage.
+        relevant = score.probability >= self._relevance_threshold
+        grade = Grade(doc.id, relevant, round(score.probability, 4), "")
+        return self._finish(question, item, grade), usage
 
     async def _grade_batch(
         self, question: str, batch: list[_Pending]

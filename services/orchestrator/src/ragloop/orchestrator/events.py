@@ -94,6 +94,7 @@ def generate_details(answer: Answer, documents: list[Document]) -> dict[str, Any
     return {
         "citations": len(answer.citations),
         "documents": len(documents),
+        "document_ids": [d.id for d in documents],  # the passages the answer was written from
         "grounded": answer.grounded,
         "usage": usage_details(answer.usage),
     }

@@ -2,9 +2,12 @@
 
 retrieve → grade → (pass rate high enough? generate : rewrite → retrieve …), bounded by
 ``max_rewrite_attempts``, stopped by a circular rewrite, a rewrite that finds nothing new, or the
-request's time budget, and falling back to the best passed documents of any round. Knows nothing of
-gRPC or HTTP: every stage call runs under ``context.deadline`` (which the gRPC clients turn into
-call deadlines) and ``asyncio.wait_for`` (which bounds in-process stages).
+request's time budget, and falling back to the best passed documents of any round. A round that
+passed but whose passages the generator could not answer from (no cited answer) is rewritten too,
+while attempts remain, aiming at what those passages miss; the passages that passed stay.
+
+Knows nothing of gRPC or HTTP: every stage call runs under ``context.deadline`` (which the gRPC
+clients turn into call deadlines) and ``asyncio.wait_for`` (which bounds in-process stages).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from ragloop.core.errors import (
 )
 from ragloop.core.metrics import init_loop_series, observe_loop
 from ragloop.core.stages import Generator, Grader, Retriever, Rewriter
-from ragloop.core.text import normalize_query
+from ragloop.core.text import estimated_tokens, normalize_query
 from ragloop.orchestrator import events
 from ragloop.orchestrator.budget import Budget, reached, seconds_until
 from ragloop.orchestrator.events import (
@@ -53,6 +56,25 @@ from ragloop.orchestrator.events import (
 from ragloop.orchestrator.thresholds import threshold_of_round
 
 T = TypeVar("T")
+
+# A round passes when at least this share of its passages passed grading: with a grader that
+# passes only passages holding the answer, one of the default five (docs/decisions/).
+DEFAULT_GRADE_PASS_THRESHOLD = 0.2
+# The generator is called only when the most confident passed passage reaches this confidence:
+# below it, the grader's own doubt says the passages hardly hold the answer, and an answer from
+# them is more often invented than right (SQuAD 2.0 dev, docs/decisions/0003). The round counts as
+# unanswered (a rewrite may find better). A grader whose confidence is a verdict (1.0) always
+# reaches it.
+DEFAULT_ANSWER_MIN_CONFIDENCE = 0.6
+# The passages handed to the generator: as many passed ones, most confident first, as fit this
+# many (estimated) tokens, and at most this many passages.
+DEFAULT_GENERATION_CONTEXT_TOKENS = 1000
+DEFAULT_MAX_GENERATION_DOCUMENTS = 5
+
+
+class RewriteTrigger(StrEnum):
+    PASS_RATE = "pass_rate"  # too few of the round's passages passed grading
+    UNANSWERED = "unanswered"  # passages passed, but the generator found no answer to cite
 
 
 class Outcome(StrEnum):
@@ -70,7 +92,7 @@ class LoopPolicy:
     # Thresholds of rounds 1, 2, … (later rounds keep the last); empty: similarity_threshold.
     similarity_relaxation: tuple[float, ...] = ()
     max_rewrite_attempts: int = 3
-    grade_pass_threshold: float = 0.6
+    grade_pass_threshold: float = DEFAULT_GRADE_PASS_THRESHOLD
     collection: str = ""
     retrieval_mode: str = ""  # "" = the retriever's default
     filters: dict[str, Any] | None = None  # metadata filters (ragloop.core.filters)
@@ -82,7 +104,9 @@ class LoopPolicy:
     # Kept of budget_s for generation (at most half of it): the rounds stop this long before the
     # budget ends, so that a query out of time still answers from what passed.
     generation_reserve_s: float = 60.0
-    max_generation_documents: int = 2
+    max_generation_documents: int = DEFAULT_MAX_GENERATION_DOCUMENTS
+    generation_context_tokens: int = DEFAULT_GENERATION_CONTEXT_TOKENS
+    answer_min_confidence: float = DEFAULT_ANSWER_MIN_CONFIDENCE
 
     def similarity_threshold_of(self, round_number: int) -> float:
         if not self.similarity_relaxation:
@@ -195,6 +219,19 @@ def best_passed_documents(rounds: list[Round], limit: int) -> list[Document]:
     return [doc for _, doc in ranked[:limit]]
 
 
+def within_token_budget(documents: list[Document], budget_tokens: int) -> list[Document]:
+    """The leading documents whose texts fit ``budget_tokens`` together; the first always, so that
+    one long passage is never dropped for its length."""
+    chosen: list[Document] = []
+    spent = 0
+    for document in documents:
+        spent += estimated_tokens(document.text)
+        if chosen and spent > budget_tokens:
+            break
+        chosen.append(document)
+    return chosen
+
+
 def out_of_time_answer(documents: list[Document]) -> Answer:
     """The honest answer of a query whose budget ran out before an answer was written."""
     if not documents:
@@ -265,6 +302,8 @@ class _Run:
         self.trace = Trace()
         self.budget = Budget.start(policy.budget_s, policy.generation_reserve_s)
         self.answer_text_sent = False  # some token event went out
+        self.tried = {normalize_query(self.original)}  # every query searched, normalized
+        self.handed: list[Document] = []  # the passages the last answer was written from
 
     async def execute(self) -> LoopResult:
         if not self.original:
@@ -272,20 +311,42 @@ class _Run:
         outcome, documents = await self._search()
         outcome, answer = await self._answer(outcome, documents)
         self.trace.usage = self.trace.usage + answer.usage
+        while self._unanswered(outcome, answer, documents):
+            try:
+                if not await self._rewrite_and_accept(RewriteTrigger.UNANSWERED):
+                    break
+            except BudgetSpent:
+                break
+            next_outcome, next_documents = await self._search()
+            if {d.id for d in next_documents} <= {d.id for d in documents}:
+                break  # nothing new to answer from: the answer stands
+            outcome, documents = next_outcome, next_documents
+            outcome, answer = await self._answer(outcome, documents)
+            self.trace.usage = self.trace.usage + answer.usage
         return LoopResult(
             original_query=self.original,
             final_query=self.current,
             answer=answer,
-            generation_documents=documents,
+            generation_documents=self.handed,
             outcome=outcome,
             trace=self.trace,
             total_duration_ms=self.budget.elapsed_ms(),
         )
 
     async def _search(self) -> tuple[Outcome, list[Document]]:
-        """Rounds until one passes or the rewrites, the new queries or the time run out."""
+        """Rounds until one passes or the rewrites, the new queries or the time run out; then
+        the passed documents of every round that fit the generator's budget."""
+        outcome = await self._rounds()
+        return outcome, self._for_generation()
+
+    def _for_generation(self) -> list[Document]:
+        # Passages that passed an earlier round were judged against the same question: they are
+        # evidence as much as the last round's.
         limit = min(self.policy.top_k, self.policy.max_generation_documents)
-        tried = {normalize_query(self.original)}
+        best = best_passed_documents(self.trace.rounds, limit)
+        return within_token_budget(best, self.policy.generation_context_tokens)
+
+    async def _rounds(self) -> Outcome:
         try:
             while True:
                 self.round_number += 1
@@ -294,21 +355,40 @@ class _Run:
                 round_ = Round(self.round_number, self.current, retrieval, grading)
                 self.trace.rounds.append(round_)
                 if round_.pass_rate >= self.policy.grade_pass_threshold:
-                    # Passages that passed an earlier round were judged against the same
-                    # question: they are evidence as much as this round's.
-                    return Outcome.PASSED, best_passed_documents(self.trace.rounds, limit)
-                if len(self.trace.rewrite_history) >= self.policy.max_rewrite_attempts:
-                    return Outcome.MAX_ATTEMPTS, best_passed_documents(self.trace.rounds, limit)
+                    return Outcome.PASSED
+                if not self._rewrites_left():
+                    return Outcome.MAX_ATTEMPTS
                 if self._found_nothing_new(round_):
-                    return Outcome.NO_NEW_DOCUMENTS, best_passed_documents(self.trace.rounds, limit)
-                rewrite = await self._rewrite(round_)
-                if normalize_query(rewrite.query) in tried:
-                    return Outcome.CIRCULAR_REWRITE, best_passed_documents(self.trace.rounds, limit)
-                tried.add(normalize_query(rewrite.query))
-                self.trace.rewrite_history.append(RewriteAttempt(rewrite.query, rewrite.reason))
-                self.current = rewrite.query
+                    return Outcome.NO_NEW_DOCUMENTS
+                if not await self._rewrite_and_accept(RewriteTrigger.PASS_RATE):
+                    return Outcome.CIRCULAR_REWRITE
         except BudgetSpent:
-            return Outcome.BUDGET_EXHAUSTED, best_passed_documents(self.trace.rounds, limit)
+            return Outcome.BUDGET_EXHAUSTED
+
+    def _rewrites_left(self) -> bool:
+        return len(self.trace.rewrite_history) < self.policy.max_rewrite_attempts
+
+    def _unanswered(self, outcome: Outcome, answer: Answer, documents: list[Document]) -> bool:
+        """Whether a round passed, yet the generator found nothing in its passages to cite, and
+        another rewrite may still find what they miss."""
+        return (
+            outcome is Outcome.PASSED
+            and bool(documents)
+            and not answer.grounded
+            and self._rewrites_left()
+            and not reached(self.budget.rounds_deadline)
+        )
+
+    async def _rewrite_and_accept(self, trigger: RewriteTrigger) -> bool:
+        """Rewrite the query after the last round; False when the rewrite repeats a query
+        already searched (a circular rewrite). Raises BudgetSpent as every node does."""
+        rewrite = await self._rewrite(self.trace.rounds[-1], trigger)
+        if normalize_query(rewrite.query) in self.tried:
+            return False
+        self.tried.add(normalize_query(rewrite.query))
+        self.trace.rewrite_history.append(RewriteAttempt(rewrite.query, rewrite.reason))
+        self.current = rewrite.query
+        return True
 
     def _found_nothing_new(self, round_: Round) -> bool:
         """Whether a rewritten query's round retrieved only passages of earlier rounds, under a
@@ -331,8 +411,13 @@ class _Run:
         if outcome is Outcome.BUDGET_EXHAUSTED and not documents:
             return outcome, await self._announce(out_of_time_answer(documents))
 
+        best = self._best_confidence()
+        if best < self.policy.answer_min_confidence:
+            documents = []  # the generator's honest refusal, without a model call
+        self.handed = documents
+
         def details(answer: Answer) -> dict[str, Any]:
-            return events.generate_details(answer, documents)
+            return events.generate_details(answer, documents) | {"best_confidence": round(best, 3)}
 
         try:
             answer = await self._node(
@@ -347,6 +432,13 @@ class _Run:
             return Outcome.BUDGET_EXHAUSTED, await self._announce(out_of_time_answer(documents))
         return outcome, answer
 
+    def _best_confidence(self) -> float:
+        """The highest confidence of a passed grade in any round (0 when none passed)."""
+        return max(
+            (g.confidence for r in self.trace.rounds for g in r.grading.grades if g.relevant),
+            default=0.0,
+        )
+
     async def _generate(self, documents: list[Document]) -> Answer:
         generator = self.stages.generator
         instructions = self.policy.answer_instructions
@@ -355,6 +447,7 @@ class _Run:
                 await generator.generate(self.original, documents, instructions)
             )
         answer: Answer | None = None
+        restart = self.answer_text_sent  # an earlier answer's text is replaced by this one
         pieces = generator.generate_stream(self.original, documents, instructions)
         async with aclosing(pieces):
             async for piece in pieces:
@@ -362,7 +455,8 @@ class _Run:
                     answer = piece
                 elif piece.text or piece.restart:
                     self.answer_text_sent = True
-                    await self._emit(AnswerToken(piece.text, piece.restart))
+                    await self._emit(AnswerToken(piece.text, piece.restart or restart))
+                    restart = False
         if answer is None:
             raise RuntimeError("the generator's stream ended without its answer")
         return answer
@@ -426,23 +520,27 @@ class _Run:
         self.trace.usage = self.trace.usage + grading.usage
         return grading
 
-    async def _rewrite(self, round_: Round) -> Rewrite:
+    async def _rewrite(self, round_: Round, trigger: RewriteTrigger) -> Rewrite:
+        """The rewriter sees the round's failed passages and, when the round passed but did not
+        answer, the passed ones too (as found, so that the new query aims at what they miss)."""
+        found = [g for g in round_.graded if g.grade.relevant]
+        failed = [g for g in round_.graded if not g.grade.relevant]
+        if trigger is RewriteTrigger.UNANSWERED:
+            failed = found + failed
         rewrite = await self._node(
             "rewrite",
             self.current,
             lambda: self.stages.rewriter.rewrite(
-                self.original,
-                self.current,
-                [g for g in round_.graded if not g.grade.relevant],
-                list(self.trace.rewrite_history),
+                self.original, self.current, failed, list(self.trace.rewrite_history)
             ),
             lambda w: {
                 "query": w.query,
                 "reason": w.reason,
                 "keywords": w.keywords,
+                "trigger": trigger.value,
                 "usage": events.usage_details(w.usage),
             },
-            events.rewrite_details,
+            lambda w: events.rewrite_details(w) | {"trigger": trigger.value},
             deadline=self.budget.rounds_deadline,
         )
         self.trace.usage = self.trace.usage + rewrite.usage

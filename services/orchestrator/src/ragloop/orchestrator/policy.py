@@ -26,6 +26,8 @@ def resolve_policy(request: QueryRequest, settings: OrchestratorSettings) -> Loo
         budget_s=_or(request.time_budget_s, settings.request_budget_s),
         generation_reserve_s=settings.generation_reserve_s,
         max_generation_documents=settings.max_generation_documents,
+        generation_context_tokens=settings.generation_context_tokens,
+        answer_min_confidence=settings.answer_min_confidence,
     )
 
 

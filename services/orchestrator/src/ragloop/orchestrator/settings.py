@@ -2,6 +2,12 @@ from __future__ import annotations
 
 from pydantic import Field, SecretStr, field_validator
 
+from ragloop.orchestrator.loop import (
+    DEFAULT_ANSWER_MIN_CONFIDENCE,
+    DEFAULT_GENERATION_CONTEXT_TOKENS,
+    DEFAULT_GRADE_PASS_THRESHOLD,
+    DEFAULT_MAX_GENERATION_DOCUMENTS,
+)
 from ragloop.orchestrator.reliability_settings import ReliabilitySettings
 from ragloop.orchestrator.thresholds import check_schedule
 
@@ -90,18 +96,35 @@ class OrchestratorSettings(ReliabilitySettings):  # retries, breaker, admission,
     )
     max_rewrite_attempts: int = Field(3, ge=0, le=5, description="Default rewrites per query.")
     grade_pass_threshold: float = Field(
-        0.6, ge=0, le=1, description="Default share of passages that must pass grading."
+        DEFAULT_GRADE_PASS_THRESHOLD,
+        ge=0,
+        le=1,
+        description="Default share of passages that must pass grading.",
     )
-    # Each passage costs the default 1.5B model on two cores about 2 s of prompt evaluation.
-    # Issue 9, with the lenient grade-v6 grader, 100 queries each: 3 passages gave p50 20.9 s,
-    # evidence precision 0.50, recall 0.82; 2 gave 18.1 s, 0.64, 0.80 (README, "Performance").
     max_generation_documents: int = Field(
-        2,
+        DEFAULT_MAX_GENERATION_DOCUMENTS,
         ge=1,
         le=20,
-        description="Most passed passages handed to the generator, the most confident (then the "
-        "best scored) first. Each one lengthens the answer's prompt: raise it for a larger model "
-        "or a GPU.",
+        description="Most passed passages handed to the generator, the most confident first "
+        "(fewer when `RAGLOOP_GENERATION_CONTEXT_TOKENS` is reached first).",
+    )
+    generation_context_tokens: int = Field(
+        DEFAULT_GENERATION_CONTEXT_TOKENS,
+        ge=100,
+        le=100_000,
+        description="Token budget of the passages handed to the generator (estimated at 4 "
+        "characters a token): passed passages, the most confident first, while they fit; the "
+        "first always. Each 250 tokens cost the default 1.5B model on two cores about 3 s of "
+        "prompt evaluation: raise it for a larger context or a GPU.",
+    )
+    answer_min_confidence: float = Field(
+        DEFAULT_ANSWER_MIN_CONFIDENCE,
+        ge=0,
+        le=1,
+        description="The generator is called only when the most confident passed passage's "
+        "grade reaches this confidence (the scored grader's probability of relevance); below it "
+        "the round counts as unanswered: rewritten while attempts remain, else the honest "
+        "refusal (0: always answer).",
     )
     generation_reserve_s: float = Field(
         60.0,

@@ -7,7 +7,7 @@ from typing import Any
 from ragloop.core.domain import GradedDocument, RewriteAttempt
 from ragloop.core.models import ChatMessage
 
-PROMPT_VERSION = "rewrite-v5"
+PROMPT_VERSION = "rewrite-v6"
 # The failed passages tell the model what the query found; the first words of the best three say
 # that as well as five longer excerpts did (issue 9: 3 x 120 characters took the prompt from ~480
 # to ~300 tokens with the same share of rewrites that still find a relevant passage).
@@ -85,18 +85,30 @@ def rewrite_messages(
         lines.append(f"Current query: {current}")
     lines.append("Queries already tried:")
     lines += [f"- {q}" for q in tried_queries(original, current, history)]
-    if failed:
-        shown = failed[:MAX_FAILED_SHOWN]
+    # Passed passages reach the rewriter only when they did not answer the question: the new
+    # query should look for what they miss (a multi-part question's other part).
+    found = [graded for graded in failed if graded.grade.relevant]
+    unhelpful = [graded for graded in failed if not graded.grade.relevant]
+    if found:
+        lines.append("Passages found that are relevant but do not answer the whole question:")
+        lines += [f"- {_excerpt(graded)}" for graded in found[:MAX_FAILED_SHOWN]]
+        lines.append("Search for the information these passages are missing.")
+    if unhelpful:
+        shown = unhelpful[:MAX_FAILED_SHOWN]
         with_reasons = any(graded.grade.reasoning for graded in shown)
         heading = "Passages found that did not help"
         lines.append(f"{heading} (with the grader's reason):" if with_reasons else f"{heading}:")
         for graded in shown:
-            excerpt = repr(" ".join(graded.document.text.split())[:EXCERPT_CHARS])
             reason = graded.grade.reasoning or "not relevant"
+            excerpt = _excerpt(graded)
             lines.append(f"- {excerpt} — {reason}" if with_reasons else f"- {excerpt}")
-    else:
+    if not failed:
         lines.append("No passages were found at all.")
     return [_system(reasoning), ChatMessage("user", "\n".join(lines))]
+
+
+def _excerpt(graded: GradedDocument) -> str:
+    return repr(" ".join(graded.document.text.split())[:EXCERPT_CHARS])
 
 
 def retry_messages(

@@ -1,6 +1,6 @@
 """Model providers: embeddings and chat models, chosen by provider-qualified names."""
 
-from ragloop.core.models.chat import ChatMessage, ChatModel, ChatReply
+from ragloop.core.models.chat import ChatMessage, ChatModel, ChatReply, TokenReply
 from ragloop.core.models.embeddings import Embedder
 from ragloop.core.models.factory import make_chat_model, make_embedder, parse_model_ref
 
@@ -9,6 +9,7 @@ __all__ = [
     "ChatModel",
     "ChatReply",
     "Embedder",
+    "TokenReply",
     "make_chat_model",
     "make_embedder",
     "parse_model_ref",

@@ -32,6 +32,8 @@ from ragloop.core.models.sse import sse_json_events
 # Connecting should take well under this even on a busy machine; the rest of the timeout is for
 # the model to answer.
 CONNECT_TIMEOUT_S = 10.0
+# Candidates asked for with a one-token reply: enough for "yes"/"Yes"/" yes" and the "no"s.
+TOP_LOGPROBS = 10
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,18 @@ class ChatMessage:
 @dataclass(frozen=True)
 class ChatReply:
     text: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class TokenReply:
+    """The model's first reply token, and the log-probabilities of its likeliest candidates by
+    token text (``None`` where the provider gives none, or gave them in a shape not understood).
+    """
+
+    text: str
+    top_logprobs: Mapping[str, float] | None
     prompt_tokens: int
     completion_tokens: int
 
@@ -70,6 +84,13 @@ class ChatModel(Protocol):
         with the whole text and the usage: what ``complete`` would have returned."""
         ...
 
+    async def next_token(
+        self, messages: list[ChatMessage], *, top_logprobs: int = TOP_LOGPROBS
+    ) -> TokenReply:
+        """One completion token, with the log-probabilities of the ``top_logprobs`` likeliest
+        where the provider offers them."""
+        ...
+
     async def aclose(self) -> None: ...
 
 
@@ -90,6 +111,22 @@ def dependency_errors(target: str) -> Iterator[None]:
         raise DependencyUnavailable(f"{target} unreachable: {exc!r}") from exc
     except (KeyError, IndexError, ValueError) as exc:  # ValueError: JSON that does not parse
         raise DependencyUnavailable(f"{target} sent a malformed reply: {exc!r}") from exc
+
+
+def first_token_logprobs(choice: Mapping[str, Any]) -> dict[str, float] | None:
+    """The top log-probabilities of a reply's first token by token text, from OpenAI's shape
+    (``choice.logprobs.content[0].top_logprobs[*].{token, logprob}``); None when absent or
+    malformed. Tokens that print the same keep their likelier candidate."""
+    try:
+        candidates = choice["logprobs"]["content"][0]["top_logprobs"]
+        found: dict[str, float] = {}
+        for candidate in candidates:
+            token, logprob = str(candidate["token"]), float(candidate["logprob"])
+            if logprob == logprob and logprob <= 0:  # not NaN, and a log of a probability
+                found[token] = max(logprob, found.get(token, logprob))
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+    return found or None
 
 
 def _token_counts(usage: Mapping[str, Any] | None) -> tuple[int, int]:
@@ -155,7 +192,13 @@ class OpenAICompatibleChatModel:
         json_schema: dict[str, Any] | None = None,
         max_tokens: int = 512,
     ) -> ChatReply:
-        body = self._body(messages, json_schema, max_tokens)
+        payload = await self._post(self._body(messages, json_schema, max_tokens))
+        with dependency_errors(self._target):
+            text = payload["choices"][0]["message"].get("content") or ""
+        return ChatReply(text, *_token_counts(payload.get("usage")))
+
+    async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The JSON reply of one ``/chat/completions`` call."""
         with dependency_errors(self._target):
             response = await retry_on_connection_errors(
                 lambda: self._client.post("/chat/completions", json=body),
@@ -164,8 +207,19 @@ class OpenAICompatibleChatModel:
             )
             await self._check_status(response)
             payload = response.json()
-            text = payload["choices"][0]["message"].get("content") or ""
-        return ChatReply(text, *_token_counts(payload.get("usage")))
+            if not isinstance(payload, dict):
+                raise ValueError("the reply is not a JSON object")
+            return payload
+
+    async def next_token(
+        self, messages: list[ChatMessage], *, top_logprobs: int = TOP_LOGPROBS
+    ) -> TokenReply:
+        body = self._body(messages, None, 1) | {"logprobs": True, "top_logprobs": top_logprobs}
+        payload = await self._post(body)
+        with dependency_errors(self._target):
+            choice = payload["choices"][0]
+            text = choice["message"].get("content") or ""
+        return TokenReply(text, first_token_logprobs(choice), *_token_counts(payload.get("usage")))
 
     async def stream(
         self,
@@ -302,6 +356,14 @@ class OllamaChatModel:
         return ChatReply(
             text, int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
         )
+
+    async def next_token(
+        self, messages: list[ChatMessage], *, top_logprobs: int = TOP_LOGPROBS
+    ) -> TokenReply:
+        """The sampled token only: langchain-ollama passes no log-probabilities on (the grader
+        then takes the sampled yes or no as a score of 1 or 0; docs/models.md)."""
+        reply = await self.complete(messages, max_tokens=1)
+        return TokenReply(reply.text, None, reply.prompt_tokens, reply.completion_tokens)
 
     async def stream(
         self,

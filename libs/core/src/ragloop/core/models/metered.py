@@ -18,7 +18,7 @@ from ragloop.core.metrics import (
     init_model_series,
     observe_model_call,
 )
-from ragloop.core.models.chat import ChatMessage, ChatModel, ChatReply
+from ragloop.core.models.chat import TOP_LOGPROBS, ChatMessage, ChatModel, ChatReply, TokenReply
 
 
 class MeteredChatModel:
@@ -76,6 +76,18 @@ class MeteredChatModel:
             count_model_failure(self.stage, self.name, exc)
             raise
 
+    async def next_token(
+        self, messages: list[ChatMessage], *, top_logprobs: int = TOP_LOGPROBS
+    ) -> TokenReply:
+        started = time.perf_counter()
+        try:
+            reply = await self._model.next_token(messages, top_logprobs=top_logprobs)
+        except Exception as exc:
+            count_model_failure(self.stage, self.name, exc)
+            raise
+        self._observe(reply, started)
+        return reply
+
     def count_parse_failure(self) -> None:
         """A reply of this model that was not the requested JSON (``structured.py`` calls this)."""
         count_parse_failure(self.stage, self.name)
@@ -83,7 +95,7 @@ class MeteredChatModel:
     async def aclose(self) -> None:
         await self._model.aclose()
 
-    def _observe(self, reply: ChatReply, started: float) -> None:
+    def _observe(self, reply: ChatReply | TokenReply, started: float) -> None:
         observe_model_call(
             self.stage,
             self.name,

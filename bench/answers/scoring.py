@@ -1,0 +1,79 @@
+"""How an answer is scored, the same for every system: SQuAD's normalisation, whether an answer
+holds a gold answer, whether it refuses, and the exact McNemar test of two systems' paired
+right/wrong outcomes.
+
+An answer's citation markers ("[2]") are dropped before it is normalised (ragloop's and plain RAG's
+answers carry them, the baseline's do not), so that a marker never counts as a number the answer
+states. A gold answer matches on whole words of the normalised answer: "1" is not found in "1973".
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+from collections.abc import Iterable
+
+from ragloop.generator.citations import plain_text
+from ragloop.generator.prompts import NO_ANSWER
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+# What a passage is called in a refusal ("the sources do not contain …", "the provided text does
+# not say …"). The verbs alone would make factual answers refusals ("Ctenophores do not contain
+# nematocysts"); "article" and "text" are left out for the same reason ("Article 102 does not
+# mention …", from the European Union law questions).
+_SOURCE_WORDS = r"(?:sources?|context|passages?|documents?|information|provided)"
+_NEGATED = r"(?:do|does|did)(?: not|n't)"
+_REFUSALS = re.compile(
+    "|".join(
+        [
+            rf"\b{_SOURCE_WORDS}\b[^.]{{0,60}}?\b{_NEGATED} "
+            r"(?:contain|hold|include|provide|mention|say|state|specify|answer)\b",
+            r"\bno answer\b",
+            r"\b(?:not (?:enough|sufficient)|insufficient) information\b",
+            r"\b(?:cannot|can ?not|can't) answer\b",
+            r"\bi (?:don't|do not) know\b",
+            # "unable to" alone is a fact as often as a refusal ("they were unable to return").
+            r"\bunable to (?:answer|find|determine|provide|locate|identify|say|tell)\b",
+            r"\bnot mentioned\b",
+            r"\bno information\b",
+        ]
+    )
+)
+
+
+def normalise(text: str) -> str:
+    """SQuAD's official normalisation: lower case, no punctuation, no articles, single spaces."""
+    text = text.lower().translate(_PUNCTUATION)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def holds_answer(text: str, answers: Iterable[str]) -> bool:
+    """Some gold answer, normalised, stands in ``text`` normalised (on word boundaries)."""
+    padded = f" {normalise(plain_text(text))} "
+    return any(gold and f" {gold} " in padded for gold in map(normalise, answers))
+
+
+def is_refusal(answer: str) -> bool:
+    """The answer says the sources do not hold the answer (or is empty)."""
+    text = " ".join(answer.replace("\u2019", "'").split()).lower()
+    return not text or NO_ANSWER.lower() in text or _REFUSALS.search(text) is not None
+
+
+def squad_correct(answer: str, answers: Iterable[str], answerable: bool) -> bool:
+    """Answerable: not a refusal, and a gold answer stands in it. Unanswerable: a refusal."""
+    if is_refusal(answer):
+        return not answerable
+    return answerable and holds_answer(answer, answers)
+
+
+def mcnemar_p(wins: int, losses: int) -> float:
+    """Exact two-sided McNemar test: the binomial probability, at p = ½, of a split of the
+    ``wins + losses`` discordant pairs at least as uneven as this one (1 when there are none)."""
+    discordant = wins + losses
+    if not discordant:
+        return 1.0
+    tail = sum(math.comb(discordant, k) for k in range(min(wins, losses) + 1))
+    return min(1.0, 2 * tail / 2**discordant)

@@ -1,0 +1,260 @@
+"""`python -m bench.quality`: answer-level accuracy of four systems on the same questions, model
+and Milvus — ragloop (the five processes over REST), ragloop single-shot (``max_rewrite_attempts``
+0), plain RAG (the retriever's ``top_k`` passages to ragloop's generator, nothing graded) and the
+LangGraph corrective RAG of ``bench/baseline``.
+
+SQuAD 2.0 (answerable questions: a gold answer in the answer; unanswerable ones: a refusal) and
+PubMedQA (the answer's leading yes/no/maybe), on a split chosen so that tuning never sees the
+reported questions: ``--split dev`` (SQuAD articles 1-4, PubMedQA outside the official test split)
+for tuning, ``--split report`` (articles 5-12, the official test split) for the figures.
+
+Each run (system, data set, question) is appended to the runs file as it ends; an invocation
+makes only the runs the file lacks (or that failed), so it can be stopped (Ctrl-C, ``kill``) and
+started again, and runs of several sessions combine. The figures are computed from every run in
+the file and merged into ``--output``. ``--fresh`` starts over; ``--summarise`` only recomputes the
+figures; ``--report-only`` prints the tables of ``--output``. A smoke run:
+``--squad 4 --pubmedqa 2 --corpus-limit 40 --output /tmp/quality-smoke/quality.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shlex
+import sys
+import time
+from collections.abc import Mapping
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.answers import report
+from bench.answers.items import DATASETS, SPLITS, SQUAD2, Workload, workload
+from bench.answers.runs import QualityRun, QualityRunsFile, pending
+from bench.answers.summary import quality_figures
+from bench.answers.systems import (
+    BASELINE,
+    PLAIN,
+    RAGLOOP,
+    SINGLE,
+    SYSTEMS,
+    Baseline,
+    PlainRag,
+    RagloopRest,
+)
+from bench.baseline import BaselineRag, openai_chat
+from bench.common import (
+    RESULTS_DIR,
+    SHARED_DATA,
+    add_sampling_arguments,
+    cache_dir,
+    check_parts,
+    machine,
+    read_results,
+    runs_kept_on_interrupt,
+    start_long_run,
+    write_results,
+)
+from bench.compare import changed_settings, provenance, runs_file_beside, warm_up
+from bench.comparison.runs import Meter, System
+from bench.comparison.services import RunningStack, ragloop_stack, shared_milvus
+from bench.comparison.systems import LangGraphBaseline
+from bench.comparison.workload import PUBMEDQA
+from bench.pubmedqa import loop_policy
+from bench.stages import ModelEndpoint
+from ragloop.core.settings import ChatModelSettings
+from ragloop.generator.__main__ import build_generator
+from ragloop.generator.settings import GeneratorSettings
+from ragloop.local.models import QWEN_CODER_1_5B
+from ragloop.orchestrator.settings import OrchestratorSettings
+from ragloop.retriever.__main__ import build_retriever
+from ragloop.retriever.settings import RetrieverSettings
+
+
+def build_systems(
+    names: list[str],
+    client: httpx.AsyncClient,
+    stack: RunningStack,
+    milvus_uri: str,
+    collections: list[str],
+) -> tuple[list[System], Any, Any]:
+    """The named systems, in ``SYSTEMS``' order, with the retriever and the plain generator's
+    model to close afterwards."""
+    policies = {name: loop_policy(OrchestratorSettings(), name) for name in collections}
+    retriever = build_retriever(RetrieverSettings(milvus_uri=milvus_uri))
+    endpoint = ModelEndpoint(stack.model_url, QWEN_CODER_1_5B.name)
+    generator_settings: GeneratorSettings = endpoint.settings(GeneratorSettings)
+    generator_model = generator_settings.make_chat_model()
+    chat = openai_chat(
+        f"{stack.model_url}/v1", QWEN_CODER_1_5B.name, timeout_s=ChatModelSettings().model_timeout_s
+    )
+    rest = (client, stack.base_url, policies, stack.pids, stack.model_url)
+    every: dict[str, System] = {
+        BASELINE: Baseline(
+            LangGraphBaseline(
+                {name: BaselineRag(retriever, chat, p) for name, p in policies.items()},
+                stack.model_url,
+            )
+        ),
+        RAGLOOP: RagloopRest(*rest),
+        SINGLE: RagloopRest(*rest, name=SINGLE, overrides={"max_rewrite_attempts": 0}),
+        PLAIN: PlainRag(
+            retriever,
+            build_generator(generator_settings, generator_model),
+            policies,
+            stack.model_url,
+        ),
+    }
+    return [every[name] for name in SYSTEMS if name in names], retriever, generator_model
+
+
+def progress(done: int, total: int, run: QualityRun, started: float) -> str:
+    answer = " ".join(run.answered.answer.split())[:80] if run.answered else ""
+    verdict = "FAILED " + run.error if run.error else ("right" if run.correct else "wrong")
+    return (
+        f"  {done}/{total} {run.item.dataset} {run.item.id} {run.system}: {verdict}, "
+        f"{run.seconds:.1f}s, {run.server.prompt_tokens:.0f} prompt tokens evaluated "
+        f"[{time.perf_counter() - started:.0f}s so far] {answer!r}"
+    )
+
+
+async def measure(
+    args: argparse.Namespace,
+    milvus_uri: str,
+    stack: RunningStack,
+    load: Workload,
+    runs_file: QualityRunsFile,
+    record_with: Mapping[str, str],
+) -> None:
+    collections = sorted(load.corpora)
+    async with httpx.AsyncClient() as client:
+        systems, retriever, generator_model = build_systems(
+            args.systems, client, stack, milvus_uri, collections
+        )
+        try:
+            by_name = {system.name: system for system in systems}
+            todo = pending(load.items, [s.name for s in systems], runs_file.made())
+            if args.warm_up:
+                await warm_up(systems, collections[0])
+            meter, started = Meter(client), time.perf_counter()
+            for done, (item, name) in enumerate(todo, start=1):
+                run = QualityRun.of(await meter.measure(by_name[name], item))
+                runs_file.append(run, record_with)
+                print(progress(done, len(todo), run, started), flush=True)
+        finally:
+            retriever.close()
+            await generator_model.aclose()
+
+
+def run(args: argparse.Namespace, runs_file: QualityRunsFile) -> dict[str, Any]:
+    """Makes the runs the file lacks; returns what describes this invocation."""
+    clock = time.perf_counter()
+    counts = {SQUAD2: args.squad, PUBMEDQA: args.pubmedqa}
+    paths = {SQUAD2: Path(args.squad2_data), PUBMEDQA: Path(args.pubmedqa_data)}
+    load = workload(args.parts, args.split, args.seed, counts, paths, args.corpus_limit)
+    todo = pending(load.items, args.systems, runs_file.made())
+    print(
+        f"{len(todo)} runs to make of {len(load.items)} questions × {len(args.systems)} systems "
+        f"(the others are in {runs_file.path})"
+    )
+    if todo:
+        with (
+            shared_milvus(load.corpora) as milvus_uri,
+            ragloop_stack(milvus_uri, cache_dir() / "quality-run") as stack,
+        ):
+            print(f"ragloop at {stack.base_url}, llama-server at {stack.model_url}", flush=True)
+            asyncio.run(measure(args, milvus_uri, stack, load, runs_file, provenance()))
+    return {
+        "date": date.today().isoformat(),
+        "machine": machine(),
+        "model": QWEN_CODER_1_5B.name,
+        "command": "python -m bench.quality " + shlex.join(sys.argv[1:]),
+        "settings_changed": changed_settings(),
+        "seconds_last_invocation": round(time.perf_counter() - clock, 1),
+    }
+
+
+def default_output(split: str) -> Path:
+    """quality.json for the report split; quality-dev.json for tuning, never mixed with it."""
+    return RESULTS_DIR / ("quality.json" if split == "report" else f"quality-{split}.json")
+
+
+def _names(text: str) -> list[str]:
+    return [name for name in text.split(",") if name]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--split", choices=SPLITS, default="report", help="default: report")
+    parser.add_argument(
+        "--squad", type=int, default=200, help="SQuAD 2.0 questions, half answerable"
+    )
+    parser.add_argument("--pubmedqa", type=int, default=50, help="PubMedQA questions")
+    parser.add_argument(
+        "--systems",
+        type=_names,
+        default=list(SYSTEMS),
+        help=f"comma-separated subset of {','.join(SYSTEMS)} (default: all)",
+    )
+    add_sampling_arguments(parser, DATASETS)
+    parser.add_argument(
+        "--squad2-data", default=str(SHARED_DATA / "squad2" / "squad2-dev-subset.json")
+    )
+    parser.add_argument(
+        "--pubmedqa-data",
+        default=str(SHARED_DATA / "pubmedqa" / "ori_pqal.json"),
+        help="PQA-L file; test_ground_truth.json beside it names the official test split",
+    )
+    parser.add_argument(
+        "--no-warm-up", dest="warm_up", action="store_false", help="skip the untimed questions"
+    )
+    parser.add_argument(
+        "--output",
+        default="",
+        help="default: bench/results/quality.json (quality-dev.json for --split dev)",
+    )
+    parser.add_argument("--runs-file", default="", help="default: beside --output, NAME-runs.jsonl")
+    parser.add_argument("--fresh", action="store_true", help="delete the runs file first")
+    parser.add_argument(
+        "--summarise", action="store_true", help="compute --output from the runs file, run nothing"
+    )
+    parser.add_argument(
+        "--report-only", action="store_true", help="print the tables of --output and stop"
+    )
+    args = parser.parse_args(argv)
+    check_parts(parser, args, DATASETS)
+    unknown = set(args.systems) - set(SYSTEMS)
+    if unknown:
+        parser.error(f"unknown systems {sorted(unknown)}; choose from {', '.join(SYSTEMS)}")
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    output = Path(args.output) if args.output else default_output(args.split)
+    if args.report_only:
+        print(report.render(read_results(output)))
+        return
+    start_long_run()
+    runs_file = QualityRunsFile(
+        Path(args.runs_file) if args.runs_file else runs_file_beside(output)
+    )
+    if args.fresh:
+        runs_file.clear()
+    invocation: dict[str, Any] = {}
+    if not args.summarise:
+        with runs_kept_on_interrupt(runs_file.path):
+            invocation = run(args, runs_file)
+    figures = read_results(output) | invocation | quality_figures(runs_file.runs())
+    figures["runs_commits"] = " ".join(runs_file.commits())
+    write_results(output, figures)
+    print("\n" + report.render(figures))
+    print(f"\nwrote {output}")
+
+
+if __name__ == "__main__":
+    main()

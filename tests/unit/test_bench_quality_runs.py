@@ -1,0 +1,143 @@
+"""bench.quality's runs file: every run kept as it ends with what scores it, scored again from
+the recorded answer when read, and an invocation makes only the runs the file lacks or that
+failed (resumable, and runs of several sessions combine)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench.answers.items import SQUAD2, QualityItem
+from bench.answers.runs import QualityAnswer, QualityRun, QualityRunsFile, RoundInfo, pending
+from bench.comparison.llama_metrics import ServerCounts
+from bench.comparison.runs import QueryRun
+from bench.comparison.workload import PUBMEDQA, WorkItem
+from ragloop.core.domain import ModelUsage
+
+ANSWERABLE = QualityItem(
+    SQUAD2,
+    "q1",
+    "In what country is Normandy?",
+    frozenset({"Normans#0"}),
+    answers=("France",),
+    answerable=True,
+    split="report",
+    seed=13,
+)
+UNANSWERABLE = QualityItem(
+    SQUAD2, "q2", "Who named Normandy in 1100?", frozenset({"Normans#1"}), answerable=False
+)
+DECISION = QualityItem(
+    PUBMEDQA, "p9", "Does it?", frozenset({"p9"}), "yes", "Begin…", split="report", seed=13
+)
+
+
+def round_info(number: int, passed: tuple[str, ...], bearing: tuple[str, ...]) -> RoundInfo:
+    retrieved = ("c1", "c2")
+    return RoundInfo(number, f"query {number}", retrieved, ("s1", "s2"), bearing, passed)
+
+
+def quality_run(
+    system: str,
+    item: QualityItem,
+    answer: str | None,
+    *,
+    rewrites: int = 0,
+    rounds: tuple[RoundInfo, ...] = (),
+    citations: tuple[int, int] | None = (1, 0),
+    seconds: float = 10.0,
+    calls: int = 5,
+    server_prompt_tokens: float = 800.0,
+    error: str = "",
+) -> QualityRun:
+    """A run of ``system`` on ``item``; ``answer`` None: it failed."""
+    answered = None
+    if answer is not None:
+        answered = QualityAnswer(
+            answer=answer,
+            evidence=sorted(item.relevant),
+            usage=ModelUsage("qwen", calls, 1000, 60),
+            node_seconds={"generate": seconds / 2},
+            decision_path=["retrieve", "grade", "generate"],
+            rewrites=rewrites,
+            citations=citations[0] if citations else None,
+            removed_citations=citations[1] if citations else None,
+            rounds=rounds,
+        )
+    server = ServerCounts(prompt_tokens=server_prompt_tokens, completion_tokens=60)
+    return QualityRun(system, item, seconds, answered, server, {"bench": 0.1}, error)
+
+
+def test_a_run_comes_back_as_it_was_recorded_and_is_scored_again(tmp_path: Path) -> None:
+    runs_file = QualityRunsFile(tmp_path / "quality-runs.jsonl")
+    rounds = (round_info(1, ("c2",), ()), round_info(2, ("c1",), ("c1",)))
+    made = quality_run("ragloop", ANSWERABLE, "It is in France [1].", rewrites=1, rounds=rounds)
+    refused = quality_run("plain", UNANSWERABLE, "The sources do not contain the answer.")
+    failed = quality_run("baseline", DECISION, None, error="TimeoutError: slow")
+
+    for run in (made, refused, failed):
+        runs_file.append(run, {"commit": "abc123", "settings_changed": ""})
+
+    assert runs_file.runs() == [made, refused, failed]
+    back, back_refused, back_failed = runs_file.runs()
+    assert back.correct and not back.refused and back.quality_item.answers == ("France",)
+    assert back.round1_answer_bearing_passed is False and back.later_answer_bearing_passed
+    assert back_refused.correct and back_refused.refused
+    assert not back_failed.correct and back_failed.refused is None
+    record = json.loads(runs_file.path.read_text().splitlines()[0])
+    assert (record["correct"], record["refused"], record["commit"]) == (True, False, "abc123")
+    assert record["answered"]["rounds"][1]["passed"] == ["c1"]
+    assert record["answered"]["citations"] == 1 and record["server"]["prompt_tokens"] == 800
+
+
+def test_a_pubmedqa_run_is_right_when_it_begins_with_the_experts_decision() -> None:
+    assert quality_run("ragloop", DECISION, "Yes, it does [1].").correct
+    assert not quality_run("ragloop", DECISION, "Maybe [1].").correct
+    assert quality_run("ragloop", DECISION, "Yes [1].").round1_answer_bearing_passed is None
+
+
+def test_lines_of_another_benchmark_or_cut_short_by_a_kill_are_passed_over(
+    tmp_path: Path,
+) -> None:
+    runs_file = QualityRunsFile(tmp_path / "quality-runs.jsonl")
+    compare_run = QueryRun("ragloop", WorkItem("scifact", "7", "A claim.", frozenset()), 1.0, None)
+    runs_file.append(compare_run, {})  # a record without gold answers
+    runs_file.append(quality_run("ragloop", ANSWERABLE, "France [1]."), {})
+    with runs_file.path.open("a") as records:
+        records.write('{"system": "single", "dataset": "squ')  # killed mid-write
+    runs_file.append(quality_run("single", ANSWERABLE, "France [1]."), {})
+
+    assert [run.system for run in runs_file.runs()] == ["ragloop", "single"]
+
+
+def test_runs_in_the_file_are_not_made_again_but_failed_ones_are(tmp_path: Path) -> None:
+    runs_file = QualityRunsFile(tmp_path / "quality-runs.jsonl")
+    runs_file.append(quality_run("ragloop", ANSWERABLE, "France [1]."), {})
+    runs_file.append(quality_run("baseline", ANSWERABLE, None, error="ReadTimeout"), {})
+    systems = ["baseline", "ragloop", "single"]
+
+    todo = pending([ANSWERABLE, DECISION], systems, runs_file.made())
+
+    assert [(item.id, system) for item, system in todo] == [
+        ("q1", "baseline"),
+        ("q1", "single"),
+        ("p9", "baseline"),
+        ("p9", "ragloop"),
+        ("p9", "single"),
+    ]
+    for item, system in todo:  # the next invocation: everything made
+        runs_file.append(quality_run(system, item, "Yes."), {})
+    assert pending([ANSWERABLE, DECISION], systems, runs_file.made()) == []
+    assert len(runs_file.runs()) == 6  # the failed run replaced by the one made again
+
+    runs_file.clear()
+    assert len(pending([ANSWERABLE], systems, runs_file.made())) == 3
+
+
+def test_a_metered_run_becomes_a_quality_run_unchanged() -> None:
+    run = quality_run("ragloop", ANSWERABLE, "France [1].")
+    metered = QueryRun(run.system, run.item, run.seconds, run.answered, run.server, {}, "")
+
+    converted = QualityRun.of(metered)
+
+    assert converted.quality_answer == run.answered and converted.correct

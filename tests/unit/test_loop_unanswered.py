@@ -1,0 +1,176 @@
+"""A round that passed but did not answer: the loop rewrites toward what its passages miss, keeps
+what passed, and answers again; every such decision is visible in the trace and the events."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+
+from ragloop.core.domain import Answer, AnswerDelta, Citation, Document
+from ragloop.orchestrator.events import AnswerToken, NodeFinished
+from ragloop.orchestrator.loop import CorrectiveLoop, LoopPolicy, Outcome
+from tests.unit.fakes import DictGrader, EventRecorder, ScriptedRetriever, ScriptedRewriter, doc
+
+QUESTION = "Who founded the company that built the engine, and when?"
+PASS = (True, 0.9)
+FAIL = (False, 0.1)
+REFUSAL = "The sources do not contain the answer to this question."
+
+
+class AnswersWhenGiven:
+    """Cites every passage once it was given ``needed``; refuses (ungrounded) before."""
+
+    def __init__(self, needed: str) -> None:
+        self.needed = needed
+        self.calls: list[list[str]] = []
+
+    async def generate(
+        self, question: str, documents: list[Document], instructions: str = ""
+    ) -> Answer:
+        self.calls.append([d.id for d in documents])
+        if all(d.id != self.needed for d in documents):
+            return Answer(REFUSAL, [], grounded=False)
+        citations = [Citation(n, d.id, d.source, d.text) for n, d in enumerate(documents, 1)]
+        return Answer("answered from " + " ".join(d.id for d in documents), citations, True)
+
+    async def generate_stream(
+        self, question: str, documents: list[Document], instructions: str = ""
+    ) -> AsyncGenerator[AnswerDelta | Answer, None]:
+        answer = await self.generate(question, documents, instructions)
+        yield AnswerDelta(answer.text)
+        yield answer
+
+
+def policy(**changes: object) -> LoopPolicy:
+    defaults: dict[str, object] = {
+        "grade_pass_threshold": 0.2,
+        "max_rewrite_attempts": 3,
+        "max_generation_documents": 5,
+    }
+    return LoopPolicy(**(defaults | changes))  # type: ignore[arg-type]
+
+
+def stages(generator: AnswersWhenGiven) -> tuple[ScriptedRetriever, ScriptedRewriter]:
+    retriever = ScriptedRetriever(
+        {QUESTION: [doc("engine"), doc("noise")], "founder of the engine maker": [doc("founder")]}
+    )
+    return retriever, ScriptedRewriter(["founder of the engine maker"])
+
+
+async def test_a_passed_round_that_cannot_answer_is_rewritten_and_answered_again() -> None:
+    generator = AnswersWhenGiven("founder")
+    retriever, rewriter = stages(generator)
+    grader = DictGrader({"engine": PASS, "noise": FAIL, "founder": PASS})
+    recorder = EventRecorder()
+
+    result = await CorrectiveLoop(retriever, grader, rewriter, generator).run(
+        QUESTION, policy(), on_event=recorder
+    )
+
+    assert result.trace.decision_path == [
+        "retrieve", "grade", "generate", "rewrite", "retrieve", "grade", "generate",
+    ]  # fmt: skip
+    assert result.answer.grounded and result.outcome is Outcome.PASSED
+    # What passed in round 1 is kept beside what round 2 found.
+    assert sorted(generator.calls[-1]) == ["engine", "founder"]
+    # The rewriter saw the passage that passed but did not answer, first.
+    [call] = rewriter.calls
+    assert [g.document.id for g in call.failed] == ["engine", "noise"]
+    assert call.failed[0].grade.relevant is True
+    rewrite_events = [
+        e for e in recorder.events if isinstance(e, NodeFinished) and e.node == "rewrite"
+    ]
+    assert [e.details["trigger"] for e in rewrite_events] == ["unanswered"]
+    [rewrite] = [n for n in result.trace.node_executions if n.node == "rewrite"]
+    assert rewrite.details["trigger"] == "unanswered"
+    # The second answer replaces the first one's streamed text.
+    tokens = [e for e in recorder.events if isinstance(e, AnswerToken)]
+    assert tokens[0].text == REFUSAL and not tokens[0].restart
+    assert tokens[-1].text.startswith("answered from") and tokens[-1].restart
+
+
+async def test_single_shot_never_rewrites_an_unanswered_round() -> None:
+    generator = AnswersWhenGiven("founder")
+    retriever, rewriter = stages(generator)
+    grader = DictGrader({"engine": PASS, "noise": FAIL})
+
+    result = await CorrectiveLoop(retriever, grader, rewriter, generator).run(
+        QUESTION, policy(max_rewrite_attempts=0)
+    )
+
+    assert result.trace.decision_path == ["retrieve", "grade", "generate"]
+    assert result.answer.text == REFUSAL and rewriter.calls == []
+
+
+async def test_a_rewrite_that_finds_nothing_new_leaves_the_answer_as_it_was() -> None:
+    generator = AnswersWhenGiven("founder")
+    retriever = ScriptedRetriever(
+        {QUESTION: [doc("engine"), doc("noise")], "engine maker": [doc("engine")]}
+    )
+    grader = DictGrader({"engine": PASS, "noise": FAIL})
+
+    result = await CorrectiveLoop(
+        retriever, grader, ScriptedRewriter(["engine maker"]), generator
+    ).run(QUESTION, policy())
+
+    assert result.trace.decision_path == [
+        "retrieve", "grade", "generate", "rewrite", "retrieve", "grade",
+    ]  # fmt: skip
+    assert len(generator.calls) == 1 and result.answer.text == REFUSAL
+
+
+async def test_an_answer_the_generator_could_cite_is_never_rewritten() -> None:
+    generator = AnswersWhenGiven("engine")
+    retriever, rewriter = stages(generator)
+    grader = DictGrader({"engine": PASS, "noise": FAIL})
+
+    result = await CorrectiveLoop(retriever, grader, rewriter, generator).run(QUESTION, policy())
+
+    assert result.trace.decision_path == ["retrieve", "grade", "generate"]
+    assert result.answer.grounded and rewriter.calls == []
+
+
+async def test_unanswered_rewrites_count_against_the_same_attempts() -> None:
+    generator = AnswersWhenGiven("never-found")
+    retriever = ScriptedRetriever(
+        {QUESTION: [doc("engine")], "q2": [doc("second")], "q3": [doc("third")]}
+    )
+    grader = DictGrader({"engine": PASS, "second": PASS, "third": PASS})
+
+    result = await CorrectiveLoop(retriever, grader, ScriptedRewriter(["q2", "q3"]), generator).run(
+        QUESTION, policy(max_rewrite_attempts=2)
+    )
+
+    assert len(result.trace.rewrite_history) == 2 and len(generator.calls) == 3
+    assert sorted(generator.calls[-1]) == ["engine", "second", "third"]
+    assert result.answer.text == REFUSAL
+
+
+async def test_below_the_answer_floor_the_round_is_unanswered_and_rewritten() -> None:
+    generator = AnswersWhenGiven("engine")
+    retriever, rewriter = stages(generator)
+    # "engine" passed, but the grader was only 55% sure it holds the answer; "founder" is sure.
+    grader = DictGrader({"engine": (True, 0.55), "noise": FAIL, "founder": (True, 0.95)})
+
+    result = await CorrectiveLoop(retriever, grader, rewriter, generator).run(
+        QUESTION, policy(answer_min_confidence=0.6)
+    )
+
+    # Round 1's generate node refused without a passage (and so without a model call).
+    assert generator.calls == [[], ["founder", "engine"]]
+    assert result.trace.decision_path[:4] == ["retrieve", "grade", "generate", "rewrite"]
+    first = next(n for n in result.trace.node_executions if n.node == "generate")
+    assert first.details["documents"] == 0 and first.details["best_confidence"] == 0.55
+    assert result.answer.grounded
+
+
+async def test_single_shot_below_the_floor_refuses_honestly() -> None:
+    generator = AnswersWhenGiven("engine")
+    retriever, rewriter = stages(generator)
+    grader = DictGrader({"engine": (True, 0.55), "noise": FAIL})
+
+    result = await CorrectiveLoop(retriever, grader, rewriter, generator).run(
+        QUESTION, policy(answer_min_confidence=0.6, max_rewrite_attempts=0)
+    )
+
+    assert generator.calls == [[]] and result.answer.text == REFUSAL
+    assert result.generation_documents == []  # the generator was given nothing
