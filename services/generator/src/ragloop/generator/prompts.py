@@ -58,13 +58,15 @@ ANSWER_SCHEMA: dict[str, Any] = {
 
 def answer_schema(leads: tuple[str, ...] = ()) -> dict[str, Any]:
     """The reply schema; with ``leads`` (the words the user's instructions ask the answer to
-    begin with, ``leads.required_lead``), a ``lead`` limited to them comes first."""
+    begin with, ``leads.required_lead``), a ``lead`` limited to them comes last: written after the
+    sentences, the choice rests on them (written first, the 1.5B model chose the first word
+    offered for 10 PubMedQA dev questions of 10)."""
     if not leads:
         return ANSWER_SCHEMA
     return {
         **ANSWER_SCHEMA,
-        "properties": {"lead": {"enum": list(leads)}, **ANSWER_SCHEMA["properties"]},
-        "required": ["lead", *ANSWER_SCHEMA["required"]],
+        "properties": {**ANSWER_SCHEMA["properties"], "lead": {"enum": list(leads)}},
+        "required": [*ANSWER_SCHEMA["required"], "lead"],
     }
 
 
