@@ -233,6 +233,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def grader_figures(models_results: Path) -> dict[str, Any]:
+    """The grader's ROC AUC on SciFact and SQuAD 2.0 pairs, as ``make bench-models`` last measured
+    them (its ``accuracy`` and ``squad2`` parts), so that quality.json holds them beside the
+    answers; absent until measured."""
+    wanted = ("grader_roc_auc_scifact", "grader_roc_auc_squad2", "grader_f1_squad2")
+    measured = read_results(models_results)
+    return {key: measured[key] for key in wanted if measured.get(key) is not None}
+
+
 def main() -> None:
     args = parse_args()
     output = Path(args.output) if args.output else default_output(args.split)
@@ -249,7 +258,12 @@ def main() -> None:
     if not args.summarise:
         with runs_kept_on_interrupt(runs_file.path):
             invocation = run(args, runs_file)
-    figures = read_results(output) | invocation | quality_figures(runs_file.runs())
+    figures = (
+        read_results(output)
+        | invocation
+        | quality_figures(runs_file.runs())
+        | grader_figures(RESULTS_DIR / "models.json")
+    )
     figures["runs_commits"] = " ".join(runs_file.commits())
     write_results(output, figures)
     print("\n" + report.render(figures))

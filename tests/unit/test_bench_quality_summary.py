@@ -5,6 +5,7 @@ system answered; which questions the runs are of; and the tables."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from bench.answers.report import render
 from bench.answers.runs import QualityRun
 from bench.answers.summary import common_questions, quality_figures, split_description
 from bench.comparison.workload import PUBMEDQA
+from bench.quality import grader_figures
 from ragloop.generator.prompts import NO_ANSWER
 from tests.unit.test_bench_quality_runs import quality_run, round_info
 
@@ -175,3 +177,12 @@ def test_the_tables_show_each_system_and_the_paired_line() -> None:
     baseline_row = next(line for line in text.splitlines() if "LangGraph" in line)
     assert baseline_row.count("–") == 3  # no PubMedQA runs, no citations
     assert "wrong on **3**, the reverse on **1**" in text
+
+
+def test_the_grader_figures_of_bench_models_are_carried_over(tmp_path: Path) -> None:
+    models = tmp_path / "models.json"
+    assert grader_figures(models) == {}
+    models.write_text(
+        '{"grader_roc_auc_squad2": 0.86, "grader_roc_auc_scifact": null, "grader_f1_scifact": 0.6}'
+    )
+    assert grader_figures(models) == {"grader_roc_auc_squad2": 0.86}
