@@ -14,6 +14,7 @@ from enum import StrEnum
 
 from ragloop.core.domain import Answer, AnswerDelta, Document, ModelUsage
 from ragloop.core.models import ChatMessage, ChatModel, ChatReply
+from ragloop.core.models.chat import call_usage
 from ragloop.core.models.structured import (
     StructuredReply,
     complete_structured,
@@ -150,12 +151,7 @@ class ModelGenerator:
         return generate_messages(question, documents, instructions)
 
     def _parsed_text(self, reply: ChatReply) -> StructuredReply[DraftAnswer]:
-        usage = ModelUsage(
-            model=self._model.name,
-            calls=1,
-            prompt_tokens=reply.prompt_tokens,
-            completion_tokens=reply.completion_tokens,
-        )
+        usage = call_usage(self._model.name, reply)
         return StructuredReply(parse_text_answer(reply.text), usage)
 
     def _nothing_passed(self) -> Answer:

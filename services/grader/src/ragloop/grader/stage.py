@@ -18,6 +18,7 @@ from ragloop.core.domain import Document, Grade, GradingResult, ModelUsage
 from ragloop.core.errors import InvalidInput
 from ragloop.core.metrics import count_verdict
 from ragloop.core.models import ChatModel
+from ragloop.core.models.chat import call_usage
 from ragloop.core.models.structured import complete_structured
 from ragloop.core.validation import at_most, required_text
 from ragloop.grader.cache import GradeCache, GradeKey
@@ -199,12 +200,7 @@ class ModelGrader:
         doc = item.doc
         async with self._slots:
             reply = await self._model.next_token(score_messages(question, item.guarded.text))
-        usage = ModelUsage(
-            model=self._model.name,
-            calls=1,
-            prompt_tokens=reply.prompt_tokens,
-            completion_tokens=reply.completion_tokens,
-        )
+        usage = call_usage(self._model.name, reply)
         score = relevance_score(reply)
         if score is None:
             # Neither yes nor no: not relevant, and say why. Not cached (as _grade_one).

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from ragloop.core.domain import ModelUsage
 from ragloop.core.errors import DependencyTimeout, DependencyUnavailable
 from ragloop.core.models.retry import (
     NO_RETRIES,
@@ -111,6 +112,16 @@ def dependency_errors(target: str) -> Iterator[None]:
         raise DependencyUnavailable(f"{target} unreachable: {exc!r}") from exc
     except (KeyError, IndexError, ValueError) as exc:  # ValueError: JSON that does not parse
         raise DependencyUnavailable(f"{target} sent a malformed reply: {exc!r}") from exc
+
+
+def call_usage(model: str, reply: ChatReply | TokenReply) -> ModelUsage:
+    """What one model call that gave ``reply`` cost."""
+    return ModelUsage(
+        model=model,
+        calls=1,
+        prompt_tokens=reply.prompt_tokens,
+        completion_tokens=reply.completion_tokens,
+    )
 
 
 def first_token_logprobs(choice: Mapping[str, Any]) -> dict[str, float] | None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from ragloop.core.domain import ModelUsage
-from ragloop.core.models.chat import ChatMessage, ChatModel, ChatReply
+from ragloop.core.models.chat import ChatMessage, ChatModel, ChatReply, call_usage
 from ragloop.core.models.metered import MeteredChatModel
 
 T = TypeVar("T")
@@ -53,12 +53,7 @@ class _RepairingParser(Generic[T]):
 
     def accept(self, reply: ChatReply) -> StructuredReply[T] | None:
         """The parsed reply, or None when the model must be asked again."""
-        self.usage = self.usage + ModelUsage(
-            model=self.usage.model,
-            calls=1,
-            prompt_tokens=reply.prompt_tokens,
-            completion_tokens=reply.completion_tokens,
-        )
+        self.usage = self.usage + call_usage(self.usage.model, reply)
         try:
             data = json.loads(reply.text)
             if not isinstance(data, dict):
