@@ -60,8 +60,8 @@ def leading_decision(answer: str) -> str | None:
 
 class DecisionGenerator:
     """Asks the generator to lead with the decision (``DECISION_INSTRUCTION`` as its instructions
-    for the answer, the question unchanged), and counts answers lost to unparseable replies
-    (every model reply of the call failed to parse)."""
+    for the answer, the question unchanged), and counts answers lost to unparseable replies (a
+    refusal after a reply that failed to parse; rarely, the repaired reply refused on its own)."""
 
     def __init__(self, inner: Generator, tally: Tally) -> None:
         self._inner = inner
@@ -74,8 +74,7 @@ class DecisionGenerator:
         before = self._tally.replies.count
         instructions = " ".join(filter(None, (instructions, DECISION_INSTRUCTION)))
         answer = await self._inner.generate(question, documents, instructions)
-        calls = answer.usage.calls
-        if calls and self._tally.replies.count - before >= calls:
+        if not answer.grounded and self._tally.replies.count > before:
             self._tally.failures += 1
         return answer
 

@@ -78,6 +78,24 @@ async def test_tokens_come_first_and_the_answer_is_what_generate_answer_returns(
     assert answer == unary
 
 
+async def test_the_real_model_chooses_the_lead_in_a_scored_call_and_the_answer_begins_with_it(
+    llama_url: str,
+) -> None:
+    """A yes/no question: the scored call reads the model's log-probabilities
+    of the lead words, and both the stream and the unary answer begin with the chosen one."""
+    request = generator_pb2.GenerateAnswerRequest(
+        question="Does the retriever own the data directory in ragloop?",
+        documents=[ON_TOPIC],
+        answer_instructions="Begin your answer with yes or no.",
+    )
+    settings = GeneratorSettings(llamacpp_url=llama_url)
+    deltas, answer = split(await stream_events(settings, request))
+
+    assert answer.answer.split(maxsplit=1)[0].strip(".,").lower() in ("yes", "no")
+    assert plain_text(text_since_last_restart(deltas)) == plain_text(answer.answer)
+    assert answer.usage.calls == 2  # the scored lead, then the answer
+
+
 async def test_with_no_documents_the_refusal_streams_without_a_model_call() -> None:
     dead = f"http://127.0.0.1:{free_port()}"  # a model call would fail with UNAVAILABLE
     events = await stream_events(

@@ -31,7 +31,10 @@ def tally() -> Iterator[Tally]:
 
 async def test_an_answer_no_reply_of_which_parsed_is_a_failure(tally: Tally) -> None:
     generator = DecisionGenerator(
-        ModelGenerator(ScriptedChatModel(["{oops", "nope"]), answer_format=AnswerFormat.JSON), tally
+        ModelGenerator(
+            ScriptedChatModel(["yes", "{oops", "nope"]), answer_format=AnswerFormat.JSON
+        ),
+        tally,
     )
     answer = await generator.generate("Q?", [doc("d1")])
     assert answer.text == NO_ANSWER
@@ -41,23 +44,23 @@ async def test_an_answer_no_reply_of_which_parsed_is_a_failure(tally: Tally) -> 
 async def test_a_repaired_answer_is_no_failure_and_the_generator_gets_the_instruction(
     tally: Tally,
 ) -> None:
-    model = ScriptedChatModel(["{oops", ANSWER])
+    model = ScriptedChatModel(["yes", "{oops", ANSWER])
     answer = await DecisionGenerator(
         ModelGenerator(model, answer_format=AnswerFormat.JSON), tally
     ).generate("Q?", [doc("d1")])
     assert answer.text.startswith("Yes")
     assert (tally.failures, tally.replies.count) == (0, 1)
-    prompt = model.calls[0].text
+    prompt = model.calls[1].text  # after the scored call that chose the lead
     assert "Question: Q?\n" in prompt  # the question unchanged
     assert f"{INSTRUCTIONS_LABEL}: {DECISION_INSTRUCTION}\n" in prompt
 
 
 async def test_the_loops_instructions_come_before_the_decision_instruction(tally: Tally) -> None:
-    model = ScriptedChatModel([ANSWER])
+    model = ScriptedChatModel(["yes", ANSWER])
     generator = DecisionGenerator(ModelGenerator(model, answer_format=AnswerFormat.JSON), tally)
     await generator.generate("Q?", [doc("d1")], "Answer in French.")
     assert f"{INSTRUCTIONS_LABEL}: Answer in French. {DECISION_INSTRUCTION}\n" in (
-        model.calls[0].text
+        model.calls[1].text
     )
 
 

@@ -4,10 +4,11 @@ words and the answer begins with it."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
-from ragloop.generator.leads import required_lead, with_lead
+from ragloop.generator.leads import chosen_lead, required_lead, with_lead
 from ragloop.generator.prompts import ANSWER_SCHEMA, answer_schema
 from ragloop.generator.stage import ModelGenerator
 from tests.unit.fakes import ScriptedChatModel, doc
@@ -44,30 +45,87 @@ def test_the_schema_asks_for_a_lead_only_when_there_are_words() -> None:
         ("Yes, it does. [1]", "Yes, it does. [1]"),
         ("It does. [1]", "Yes. It does. [1]"),
         ("'yes' - it does.", "'yes' - it does."),
+        ("No, it does not. [1]", "Yes. It does not. [1]"),  # another choice: replaced
+        ("Nothing else does. [1]", "Yes. Nothing else does. [1]"),
+        ("No.", "Yes. No."),  # nothing after the word: kept
     ],
 )
 def test_an_answer_begins_with_its_lead_once(text: str, expected: str) -> None:
-    assert with_lead("yes", text) == expected
+    assert with_lead("yes", text, ("yes", "no")) == expected
 
 
-async def test_the_generator_begins_the_answer_with_the_chosen_lead() -> None:
-    reply = {
-        "lead": "no",
-        "answerable": True,
-        "sentences": [{"source": 1, "text": "The trial found no effect."}],
-    }
-    model = ScriptedChatModel([json.dumps(reply)])
-    answer = await ModelGenerator(model).generate(
-        "Does it work?", [doc("d1")], "Begin your answer with yes, no or maybe."
+DECIDE = "Begin your answer with yes, no or maybe."
+
+
+def logprobs(**probabilities: float) -> dict[str, float]:
+    return {f" {word.capitalize()}": math.log(p) for word, p in probabilities.items()}
+
+
+@pytest.mark.parametrize(
+    ("probabilities", "threshold", "lead"),
+    [
+        ({"yes": 0.9, "no": 0.05, "maybe": 0.05}, 0.8, "yes"),
+        ({"yes": 0.7, "no": 0.1, "maybe": 0.2}, 0.8, "no"),  # yes below the threshold
+        ({"yes": 0.7, "no": 0.1, "maybe": 0.2}, 0.5, "yes"),
+        ({"yes": 0.3, "no": 0.1, "maybe": 0.6}, 0.8, "no"),  # maybe is never chosen over no
+        ({"true": 0.3, "false": 0.7}, 0.8, "false"),  # no yes/no: the likeliest word
+    ],
+)
+def test_the_lead_from_the_models_probabilities(
+    probabilities: dict[str, float], threshold: float, lead: str
+) -> None:
+    assert chosen_lead(probabilities, threshold) == lead
+
+
+def answer_reply(text: str, **extra: object) -> str:
+    return json.dumps({"answerable": True, "sentences": [{"source": 1, "text": text}], **extra})
+
+
+async def test_a_scored_call_chooses_the_lead_before_the_answer_is_written() -> None:
+    model = ScriptedChatModel(
+        ["Yes", answer_reply("Yes, the trial found no effect.")],
+        token_logprobs=[logprobs(yes=0.6, no=0.3, maybe=0.1)],
+    )
+    answer = await ModelGenerator(model, lead_yes_threshold=0.8).generate(
+        "Does it work?", [doc("d1")], DECIDE
     )
     assert answer.text == "No. The trial found no effect. [1]"
-    assert model.calls[0].json_schema == answer_schema(("yes", "no", "maybe"))
+    lead_call, answer_call = model.calls
+    assert lead_call.max_tokens == 1
+    assert lead_call.text.endswith(
+        "Question: Does it work?\nAnswer with one word: yes, no or maybe."
+    )
+    assert f"Instructions for the answer: {DECIDE}\n" in answer_call.text
+    assert answer_call.json_schema == ANSWER_SCHEMA  # the lead is chosen already
+    assert answer.usage.calls == 2  # the scored call is part of the answer's cost
+
+
+async def test_without_log_probabilities_the_sampled_word_is_the_lead() -> None:
+    model = ScriptedChatModel(["yes", answer_reply("Yes, it works.")])
+    answer = await ModelGenerator(model, lead_yes_threshold=0.8).generate(
+        "Does it work?", [doc("d1")], DECIDE
+    )
+    assert answer.text == "Yes, it works. [1]"
+
+
+async def test_a_scored_reply_naming_no_lead_leaves_the_choice_to_the_answer() -> None:
+    model = ScriptedChatModel(
+        ["The", answer_reply("The trial found no effect.", lead="maybe")],
+        token_logprobs=[logprobs(the=0.9)],
+    )
+    answer = await ModelGenerator(model).generate("Does it work?", [doc("d1")], DECIDE)
+    assert answer.text == "Maybe. The trial found no effect. [1]"
+    assert model.calls[1].json_schema == answer_schema(("yes", "no", "maybe"))
+
+
+async def test_without_lead_instructions_there_is_no_scored_call() -> None:
+    model = ScriptedChatModel([answer_reply("It works.")])
+    answer = await ModelGenerator(model).generate("Does it work?", [doc("d1")])
+    assert answer.text == "It works. [1]" and len(model.calls) == 1
 
 
 async def test_a_refusal_keeps_no_lead() -> None:
-    reply = {"lead": "maybe", "answerable": False, "sentences": []}
-    model = ScriptedChatModel([json.dumps(reply)])
-    answer = await ModelGenerator(model).generate(
-        "Does it work?", [doc("d1")], "Begin your answer with yes, no or maybe."
-    )
+    reply = {"answerable": False, "sentences": []}
+    model = ScriptedChatModel(["maybe", json.dumps(reply)])
+    answer = await ModelGenerator(model).generate("Does it work?", [doc("d1")], DECIDE)
     assert answer.text.startswith("The sources do not contain") and not answer.grounded

@@ -41,9 +41,12 @@ class CheckedAnswer:
     hallucination_risk: float = 0.0
 
 
-def compose_answer(draft: DraftAnswer, documents: list[Document]) -> CheckedAnswer:
+def compose_answer(
+    draft: DraftAnswer, documents: list[Document], lead_choices: tuple[str, ...] = ()
+) -> CheckedAnswer:
     """Join the sentences, each followed by its valid citation markers; keep one citation per
-    cited passage, in order of first use, quoting the passage sentence closest to its claims."""
+    cited passage, in order of first use, quoting the passage sentence closest to its claims. The
+    text begins with the draft's lead, where it has one (among ``lead_choices``)."""
     parts: list[str] = []
     claims: dict[int, list[str]] = {}
     removed: list[int] = []
@@ -74,5 +77,5 @@ def compose_answer(draft: DraftAnswer, documents: list[Document]) -> CheckedAnsw
     risk = uncited / len(parts) if parts else 0.0
     text = " ".join(parts)
     if draft.lead and text:
-        text = with_lead(draft.lead, text)
+        text = with_lead(draft.lead, text, lead_choices)
     return CheckedAnswer(text, citations, removed, uncited, round(risk, 4))

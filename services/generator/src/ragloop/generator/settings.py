@@ -3,6 +3,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from ragloop.core.settings import ChatModelSettings
+from ragloop.generator.leads import DEFAULT_LEAD_YES_THRESHOLD
 from ragloop.generator.stage import AnswerFormat
 
 
@@ -15,4 +16,14 @@ class GeneratorSettings(ChatModelSettings):
         description="`json` (sentences each naming its source, under a JSON schema) or `text` "
         "(prose with [n] markers, parsed afterwards; faster, but with the 1.5B model it refused "
         "more answerable questions: docs/decisions/0002-answer-format.md).",
+    )
+    generator_lead_yes_threshold: float = Field(
+        DEFAULT_LEAD_YES_THRESHOLD,
+        ge=0.0,
+        le=1.0,
+        description="Where the instructions ask the answer to begin with yes or no (e.g. "
+        '"Begin your answer with yes, no or maybe."), the probability the model must give '
+        "yes for the answer to begin with it; below, it begins with no. Calibrated on PubMedQA "
+        "dev questions with the 1.5B model, which says yes too readily; a larger, better "
+        "calibrated model may want 0.5 (docs/decisions/0004-answer-leads.md).",
     )

@@ -10,11 +10,13 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from ragloop.core.domain import Answer, AnswerDelta, Document, ModelUsage
 from ragloop.core.models import ChatMessage, ChatModel, ChatReply
 from ragloop.core.models.chat import call_usage
+from ragloop.core.models.choice import word_probabilities
 from ragloop.core.models.structured import (
     StructuredReply,
     complete_structured,
@@ -29,8 +31,12 @@ from ragloop.core.validation import (
 from ragloop.generator.answer_stream import AnswerTextStream
 from ragloop.generator.citations import compose_answer, plain_text
 from ragloop.generator.draft import DraftAnswer, parse_draft
-from ragloop.generator.leads import required_lead
-from ragloop.generator.prompts import NO_ANSWER, answer_schema, generate_messages
+from ragloop.generator.leads import (
+    DEFAULT_LEAD_YES_THRESHOLD,
+    chosen_lead,
+    required_lead,
+)
+from ragloop.generator.prompts import NO_ANSWER, answer_schema, generate_messages, lead_messages
 from ragloop.generator.text_answer import parse_text_answer, text_messages
 
 log = logging.getLogger(__name__)
@@ -39,6 +45,25 @@ log = logging.getLogger(__name__)
 class AnswerFormat(StrEnum):
     TEXT = "text"  # prose with [n] markers
     JSON = "json"  # {"answerable", "sentences": [{"source", "text"}]}
+
+
+@dataclass(frozen=True)
+class _Lead:
+    """The answer's first word, when the instructions ask for one of ``choices``: ``word`` chosen
+    by a scored call (None: its reply named none, the JSON answer's ``lead`` decides), and what
+    that call cost."""
+
+    word: str | None
+    choices: tuple[str, ...]
+    usage: ModelUsage
+
+    @property
+    def schema_choices(self) -> tuple[str, ...]:
+        """The leads the JSON answer chooses among: none once the scored call chose."""
+        return self.choices if self.word is None else ()
+
+
+_NO_LEAD = _Lead(None, (), ModelUsage())
 
 
 class ModelGenerator:
@@ -51,8 +76,10 @@ class ModelGenerator:
         max_tokens: int = 384,
         max_documents: int = 20,
         answer_format: AnswerFormat = AnswerFormat.JSON,
+        lead_yes_threshold: float = DEFAULT_LEAD_YES_THRESHOLD,
     ) -> None:
         self._model = model
+        self._lead_yes_threshold = lead_yes_threshold
         self._max_tokens = max_tokens
         self._max_documents = max_documents
         self._format = AnswerFormat(answer_format)
@@ -62,20 +89,22 @@ class ModelGenerator:
     ) -> Answer:
         """The answer to ``question`` from ``documents`` only, citing them, written as the user's
         ``instructions`` ask where they agree with that ("" for none)."""
-        messages = self._checked_messages(question, documents, instructions)
+        question, instructions = self._checked(question, documents, instructions)
         if not documents:
             return self._nothing_passed()
+        lead = await self._lead(question, documents, instructions)
+        messages = self._messages(question, documents, instructions)
         if self._format is AnswerFormat.TEXT:
             text_reply = await self._model.complete(messages, max_tokens=self._max_tokens)
-            return self._answer(self._parsed_text(text_reply), documents)
+            return self._answer(self._parsed_text(text_reply), documents, lead)
         reply = await complete_structured(
             self._model,
             messages,
-            schema=answer_schema(required_lead(instructions)),
+            schema=answer_schema(lead.schema_choices),
             parse=parse_draft,
             max_tokens=self._max_tokens,
         )
-        return self._answer(reply, documents)
+        return self._answer(reply, documents, lead)
 
     async def generate_stream(
         self, question: str, documents: list[Document], instructions: str = ""
@@ -88,12 +117,14 @@ class ModelGenerator:
         had to be repaired streams again, a refusal replaces what was written — a delta with
         ``restart`` says so before the new text.
         """
-        messages = self._checked_messages(question, documents, instructions)
+        question, instructions = self._checked(question, documents, instructions)
         if not documents:
             answer = self._nothing_passed()
             yield AnswerDelta(answer.text)
             yield answer
             return
+        lead = await self._lead(question, documents, instructions)
+        messages = self._messages(question, documents, instructions)
         shown = ""  # the text the deltas built so far
         if self._format is AnswerFormat.TEXT:
             text_reply: ChatReply | None = None
@@ -106,7 +137,7 @@ class ModelGenerator:
                         shown += piece
                         yield AnswerDelta(piece)
             assert text_reply is not None, "a model's stream always ends with its reply"
-            answer = self._answer(self._parsed_text(text_reply), documents)
+            answer = self._answer(self._parsed_text(text_reply), documents, lead)
             if plain_text(shown) != plain_text(answer.text):
                 yield AnswerDelta(answer.text, restart=bool(shown))
             yield answer
@@ -116,7 +147,7 @@ class ModelGenerator:
         events = stream_structured(
             self._model,
             messages,
-            schema=answer_schema(required_lead(instructions)),
+            schema=answer_schema(lead.schema_choices),
             parse=parse_draft,
             max_tokens=self._max_tokens,
         )
@@ -132,23 +163,43 @@ class ModelGenerator:
                     shown = text if restart else shown + text
                     restart = False
         assert reply is not None, "stream_structured always ends with its reply"
-        answer = self._answer(reply, documents)
+        answer = self._answer(reply, documents, lead)
         if plain_text(shown) != plain_text(answer.text):
             yield AnswerDelta(answer.text, restart=bool(shown))
         yield answer
 
-    def _checked_messages(
+    def _checked(
         self, question: str, documents: list[Document], instructions: str
-    ) -> list[ChatMessage]:
-        """The prompt of a valid request; InvalidInput saying what is wrong with another."""
+    ) -> tuple[str, str]:
+        """The question and instructions of a valid request; InvalidInput saying what is wrong
+        with another."""
         question = required_text(question, "question")
         instructions = optional_text(
             instructions, "answer_instructions", max_chars=MAX_ANSWER_INSTRUCTIONS_CHARS
         )
         at_most(documents, self._max_documents, "documents")
+        return question, instructions
+
+    def _messages(
+        self, question: str, documents: list[Document], instructions: str
+    ) -> list[ChatMessage]:
         if self._format is AnswerFormat.TEXT:
             return text_messages(question, documents, instructions)
         return generate_messages(question, documents, instructions)
+
+    async def _lead(self, question: str, documents: list[Document], instructions: str) -> _Lead:
+        """The answer's first word, where the instructions ask for one of a few: the model's
+        probability of each, read by one scored call (leads.chosen_lead)."""
+        choices = required_lead(instructions)
+        if not choices:
+            return _NO_LEAD
+        reply = await self._model.next_token(lead_messages(question, documents, choices))
+        usage = call_usage(self._model.name, reply)
+        probabilities = word_probabilities(reply, choices)
+        if probabilities is None:
+            log.warning("the scored lead named none of %s; the answer chooses it", choices)
+            return _Lead(None, choices, usage)
+        return _Lead(chosen_lead(probabilities, self._lead_yes_threshold), choices, usage)
 
     def _parsed_text(self, reply: ChatReply) -> StructuredReply[DraftAnswer]:
         usage = call_usage(self._model.name, reply)
@@ -158,11 +209,17 @@ class ModelGenerator:
         # Nothing passed grading: say so rather than let the model invent an answer.
         return Answer(NO_ANSWER, [], grounded=False, usage=ModelUsage(model=self._model.name))
 
-    def _answer(self, reply: StructuredReply[DraftAnswer], documents: list[Document]) -> Answer:
-        draft = reply.value
-        checked = compose_answer(draft, documents) if draft and draft.answerable else None
+    def _answer(
+        self, reply: StructuredReply[DraftAnswer], documents: list[Document], lead: _Lead
+    ) -> Answer:
+        draft, usage = reply.value, lead.usage + reply.usage
+        if draft is not None and lead.word is not None:
+            draft = replace(draft, lead=lead.word)
+        checked = (
+            compose_answer(draft, documents, lead.choices) if draft and draft.answerable else None
+        )
         if checked is None or not checked.text:  # no sentences, or citation markers only
-            return Answer(NO_ANSWER, [], grounded=False, usage=reply.usage)
+            return Answer(NO_ANSWER, [], grounded=False, usage=usage)
         if checked.removed_citations:
             log.warning(
                 "citations to no given passage removed",
@@ -173,7 +230,7 @@ class ModelGenerator:
             checked.citations,
             # An answer that cites no given passage cannot be checked against the sources.
             grounded=bool(checked.citations),
-            usage=reply.usage,
+            usage=usage,
             removed_citations=checked.removed_citations,
             uncited_sentences=checked.uncited_sentences,
             hallucination_risk=checked.hallucination_risk,

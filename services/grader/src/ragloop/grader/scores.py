@@ -3,10 +3,10 @@ log-probabilities where the provider gives them."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ragloop.core.models import TokenReply
+from ragloop.core.models.choice import word_probabilities
 
 YES, NO = "yes", "no"
 # Calibrated on SQuAD 2.0 dev pairs with the default model (docs/decisions/).
@@ -19,27 +19,12 @@ class RelevanceScore:
     sampled: bool  # True: no log-probabilities, the sampled word stands as 1 or 0
 
 
-def _word(token: str) -> str:
-    return token.strip().strip(".,:;!\"'").lower()
-
-
 def relevance_score(reply: TokenReply) -> RelevanceScore | None:
     """P(yes) / (P(yes) + P(no)) over the candidates of the reply's first token, every spelling
     of the two words summed ("Yes", " yes", …). Without log-probabilities, the sampled word as
     1 or 0. None when the candidates (or the sampled word) hold neither: the reply is malformed.
     """
-    if reply.top_logprobs is not None:
-        yes = no = 0.0
-        for token, logprob in reply.top_logprobs.items():
-            word = _word(token)
-            if word == YES:
-                yes += math.exp(logprob)
-            elif word == NO:
-                no += math.exp(logprob)
-        if yes + no <= 0:
-            return None
-        return RelevanceScore(yes / (yes + no), sampled=False)
-    word = _word(reply.text)
-    if word not in (YES, NO):
+    probabilities = word_probabilities(reply, (YES, NO))
+    if probabilities is None:
         return None
-    return RelevanceScore(1.0 if word == YES else 0.0, sampled=True)
+    return RelevanceScore(probabilities[YES], sampled=reply.top_logprobs is None)
