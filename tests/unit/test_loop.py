@@ -482,7 +482,7 @@ async def test_retriever_unavailable_is_a_stage_failure_with_trace() -> None:
         await loop.run("q", partial_pass_policy())
 
     failure = caught.value
-    assert (failure.stage, failure.kind) == ("retrieve", "unavailable")
+    assert (failure.node, failure.kind) == ("retrieve", "unavailable")
     assert failure.message == "milvus down"
     assert isinstance(failure.__cause__, DependencyUnavailable)
     assert failure.trace.decision_path == ["retrieve"]
@@ -511,7 +511,7 @@ async def test_grader_errors_are_classified(error: Exception, kind: str, message
         await loop.run("q", partial_pass_policy())
 
     failure = caught.value
-    assert (failure.stage, failure.kind, failure.message) == ("grade", kind, message)
+    assert (failure.node, failure.kind, failure.message) == ("grade", kind, message)
     assert failure.trace.decision_path == ["retrieve", "grade"]
     assert [(n.node, n.status) for n in failure.trace.node_executions] == [
         ("retrieve", "ok"),
@@ -526,7 +526,7 @@ async def test_generic_retriever_error_is_internal() -> None:
     with pytest.raises(StageFailure) as caught:
         await loop.run("q", partial_pass_policy())
 
-    assert (caught.value.stage, caught.value.kind) == ("retrieve", "internal")
+    assert (caught.value.node, caught.value.kind) == ("retrieve", "internal")
     assert "RuntimeError" in caught.value.message
     assert "boom" in caught.value.message
 
@@ -541,7 +541,7 @@ async def test_grader_returning_wrong_number_of_grades_is_internal() -> None:
         await loop.run("q", partial_pass_policy())
 
     failure = caught.value
-    assert (failure.stage, failure.kind) == ("grade", "internal")
+    assert (failure.node, failure.kind) == ("grade", "internal")
     assert "1 grades for 2 documents" in failure.message
     assert failure.trace.decision_path == ["retrieve", "grade"]
     assert failure.trace.rounds == []
@@ -558,7 +558,7 @@ async def test_rewriter_error_fails_the_rewrite_stage() -> None:
     with pytest.raises(StageFailure) as caught:
         await loop.run("q", partial_pass_policy())
 
-    assert (caught.value.stage, caught.value.kind) == ("rewrite", "timeout")
+    assert (caught.value.node, caught.value.kind) == ("rewrite", "timeout")
     assert caught.value.trace.decision_path == ["retrieve", "grade", "rewrite"]
     assert len(caught.value.trace.rounds) == 1
 

@@ -182,7 +182,7 @@ async def test_a_stage_timing_out_on_its_own_is_a_failure_not_the_budget() -> No
     with pytest.raises(StageFailure) as caught:
         await loop.run("q", partial_pass_policy(budget_s=300))
 
-    assert (caught.value.stage, caught.value.kind) == ("grade", "timeout")
+    assert (caught.value.node, caught.value.kind) == ("grade", "timeout")
     assert caught.value.message == "grader: the model did not answer in 120 s"
 
 

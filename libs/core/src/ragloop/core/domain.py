@@ -6,8 +6,10 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragloop.core.names import RetrievalMode, values
+
 # How the retriever searches: embeddings only, BM25 keywords only, or both fused.
-RETRIEVAL_MODES = ("dense", "sparse", "hybrid")
+RETRIEVAL_MODES = values(RetrievalMode)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 
 from ragloop.core.grpc.tls import ClientTls, client_tls, sync_channel
+from ragloop.core.names import Stage, values
 from ragloop.local.model_server import model_server_command
 from ragloop.local.models import DEFAULT_MODEL, SplitModel, ensure_model
 from ragloop.local.processes import ChildProcess, StartupError, free_port, port_is_free
@@ -24,7 +25,7 @@ from ragloop.v1 import retriever_pb2, retriever_pb2_grpc
 log = logging.getLogger(__name__)
 
 CORPUS_SUFFIXES = {".md", ".txt"}
-STAGES = ("retriever", "grader", "rewriter", "generator")
+STAGES = values(Stage)
 
 
 PORT_FIELDS = (
@@ -216,7 +217,7 @@ class Stack:
     # --- sample corpus ---------------------------------------------------------------------
 
     def collection_chunk_count(self) -> int:
-        with sync_channel(self.stage_address("retriever"), self._tls) as channel:
+        with sync_channel(self.stage_address(Stage.RETRIEVER), self._tls) as channel:
             stub = retriever_pb2_grpc.RetrieverServiceStub(channel)
             reply = stub.DescribeCollection(retriever_pb2.DescribeCollectionRequest(), timeout=30)
         return reply.chunk_count if reply.exists else 0

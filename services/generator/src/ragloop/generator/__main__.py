@@ -5,6 +5,7 @@ from __future__ import annotations
 from ragloop.core.grpc.server import ServiceSpec, run_service
 from ragloop.core.models import ChatModel
 from ragloop.core.models.metered import MeteredChatModel
+from ragloop.core.names import Stage
 from ragloop.generator.servicer import GeneratorServicer
 from ragloop.generator.settings import GeneratorSettings
 from ragloop.generator.stage import ModelGenerator
@@ -22,10 +23,10 @@ def build_generator(settings: GeneratorSettings, model: ChatModel) -> ModelGener
 
 
 def build_spec(settings: GeneratorSettings) -> ServiceSpec:
-    model = MeteredChatModel(settings.make_chat_model(), stage="generator")
+    model = MeteredChatModel(settings.make_chat_model(), stage=Stage.GENERATOR)
     stage = build_generator(settings, model)
     return ServiceSpec.for_servicer(
-        "generator",
+        Stage.GENERATOR,
         GeneratorServicer(stage),
         generator_pb2_grpc.add_GeneratorServiceServicer_to_server,
         generator_pb2,
@@ -37,7 +38,7 @@ def main() -> None:
     settings = GeneratorSettings()
     run_service(
         lambda: build_spec(settings),
-        service="generator",
+        service=Stage.GENERATOR,
         settings=settings,
         port=settings.generator_port,
     )

@@ -6,6 +6,7 @@ from ragloop.core.grpc.server import ServiceSpec, run_service
 from ragloop.core.metrics import init_grader_series
 from ragloop.core.models import ChatModel
 from ragloop.core.models.metered import MeteredChatModel
+from ragloop.core.names import Stage
 from ragloop.grader.cache import GradeCache
 from ragloop.grader.servicer import GraderServicer
 from ragloop.grader.settings import GraderSettings
@@ -29,10 +30,10 @@ def build_grader(settings: GraderSettings, model: ChatModel) -> ModelGrader:
 
 def build_spec(settings: GraderSettings) -> ServiceSpec:
     init_grader_series()
-    model = MeteredChatModel(settings.make_chat_model(), stage="grader")
+    model = MeteredChatModel(settings.make_chat_model(), stage=Stage.GRADER)
     stage = build_grader(settings, model)
     return ServiceSpec.for_servicer(
-        "grader",
+        Stage.GRADER,
         GraderServicer(stage),
         grader_pb2_grpc.add_GraderServiceServicer_to_server,
         grader_pb2,
@@ -43,7 +44,10 @@ def build_spec(settings: GraderSettings) -> ServiceSpec:
 def main() -> None:
     settings = GraderSettings()
     run_service(
-        lambda: build_spec(settings), service="grader", settings=settings, port=settings.grader_port
+        lambda: build_spec(settings),
+        service=Stage.GRADER,
+        settings=settings,
+        port=settings.grader_port,
     )
 
 

@@ -44,6 +44,7 @@ from ragloop.core.grpc.errors import error_from_rpc
 from ragloop.core.grpc.ingest_stream import stream_to_proto
 from ragloop.core.grpc.server import MAX_MESSAGE_BYTES
 from ragloop.core.grpc.tls import ClientTls, aio_channel
+from ragloop.core.names import Stage
 from ragloop.orchestrator.breaker import CircuitBreaker, Outcome, Permit, Refusal
 from ragloop.v1 import (
     generator_pb2,
@@ -234,7 +235,7 @@ class _BreakerCall:
 
 
 class RemoteRetriever(RemoteStage):
-    stage = "retriever"
+    stage = Stage.RETRIEVER
     stub_class = retriever_pb2_grpc.RetrieverServiceStub
 
     def __init__(
@@ -325,7 +326,7 @@ class RemoteRetriever(RemoteStage):
 
 
 class RemoteGrader(RemoteStage):
-    stage = "grader"
+    stage = Stage.GRADER
     stub_class = grader_pb2_grpc.GraderServiceStub
 
     async def grade(self, question: str, documents: list[Document]) -> GradingResult:
@@ -336,7 +337,7 @@ class RemoteGrader(RemoteStage):
 
 
 class RemoteRewriter(RemoteStage):
-    stage = "rewriter"
+    stage = Stage.REWRITER
     stub_class = rewriter_pb2_grpc.RewriterServiceStub
 
     async def rewrite(
@@ -356,7 +357,7 @@ class RemoteRewriter(RemoteStage):
 
 
 class RemoteGenerator(RemoteStage):
-    stage = "generator"
+    stage = Stage.GENERATOR
     stub_class = generator_pb2_grpc.GeneratorServiceStub
 
     async def generate(

@@ -15,12 +15,13 @@ from ragloop.core.domain import (
     RetrievalResult,
     Rewrite,
 )
+from ragloop.core.names import LoopNode
 
 
 @dataclass(frozen=True)
 class NodeStarted:
     kind: ClassVar[str] = "node_started"
-    node: str  # retrieve | grade | rewrite | generate
+    node: LoopNode
     round: int  # the retrieval round, from 1 (as in the response's node_executions)
     query: str  # what the stage is given: the searched query, or the question
 
@@ -28,7 +29,7 @@ class NodeStarted:
 @dataclass(frozen=True)
 class NodeFinished:
     kind: ClassVar[str] = "node_finished"
-    node: str
+    node: LoopNode
     round: int
     duration_ms: float
     status: str  # ok | error

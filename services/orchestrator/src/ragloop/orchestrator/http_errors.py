@@ -6,6 +6,7 @@ from fastapi.responses import JSONResponse
 
 from ragloop.core import context
 from ragloop.core.errors import RagloopError
+from ragloop.core.names import Stage
 from ragloop.orchestrator.loop import StageFailure, Trace, classify_error
 from ragloop.orchestrator.schemas import ErrorDetail, ErrorResponse, ValidationErrorResponse
 
@@ -21,12 +22,6 @@ CODE_OF_FAILURE = {
     "invalid": "invalid_input",
     "not_found": "not_found",
     "precondition": "failed_precondition",
-}
-STAGE_OF_NODE = {
-    "retrieve": "retriever",
-    "grade": "grader",
-    "rewrite": "rewriter",
-    "generate": "generator",
 }
 ERROR_RESPONSES = {
     403: {"model": ErrorResponse, "description": "The API key may not act in this tenant"},
@@ -75,7 +70,7 @@ def forbidden(message: str) -> JSONResponse:
 
 
 def not_found(message: str) -> JSONResponse:
-    detail = ErrorDetail(code="not_found", message=message, stage="retriever")
+    detail = ErrorDetail(code="not_found", message=message, stage=Stage.RETRIEVER)
     return error_response(404, detail, context.request_id.get())
 
 
@@ -84,7 +79,7 @@ def failure_detail(
 ) -> tuple[int, ErrorDetail]:
     """The HTTP status and error body of a failed stage call."""
     if isinstance(exc, StageFailure):
-        kind, message, stage = exc.kind, exc.message, STAGE_OF_NODE.get(exc.stage, exc.stage)
+        kind, message, stage = exc.kind, exc.message, exc.stage
     else:
         kind, message = classify_error(exc, stage)
     detail = ErrorDetail(

@@ -27,6 +27,7 @@ from starlette.datastructures import UploadFile
 from ragloop.core import context
 from ragloop.core.domain import SourceDocument, StreamedDocument, one_by_one
 from ragloop.core.errors import InvalidInput, RagloopError
+from ragloop.core.names import Stage
 from ragloop.orchestrator.http_errors import (
     BODY_RESPONSES,
     ERROR_RESPONSES,
@@ -199,7 +200,7 @@ async def ingest(request: Request) -> IngestResponse | JSONResponse:
                 one_by_one(batch.documents), collection=batch.collection, tenant=tenant
             )
         except RagloopError as exc:
-            return failure_response(exc, "retriever", None)
+            return failure_response(exc, Stage.RETRIEVER, None)
     return IngestResponse(
         collection=result.collection,
         sources=[

@@ -12,6 +12,7 @@ from starlette.convertors import PathConvertor, register_url_convertor
 
 from ragloop.core.domain import CollectionInfo
 from ragloop.core.errors import RagloopError
+from ragloop.core.names import Stage
 from ragloop.core.stages import Ingestor
 from ragloop.core.validation import COLLECTION_PATTERN, TENANT_PATTERN
 from ragloop.orchestrator.http_errors import (
@@ -55,7 +56,7 @@ async def _call(call: Awaitable[T]) -> T | JSONResponse:
     try:
         return await call
     except RagloopError as exc:
-        return failure_response(exc, "retriever", None)
+        return failure_response(exc, Stage.RETRIEVER, None)
 
 
 def collection_out(info: CollectionInfo) -> CollectionOut:

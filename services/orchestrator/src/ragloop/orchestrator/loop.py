@@ -42,6 +42,7 @@ from ragloop.core.errors import (
     NotFound,
 )
 from ragloop.core.metrics import init_loop_series, observe_loop
+from ragloop.core.names import LoopNode, Outcome
 from ragloop.core.stages import Generator, Grader, Retriever, Rewriter
 from ragloop.core.text import estimated_tokens, normalize_query
 from ragloop.orchestrator import events
@@ -77,14 +78,6 @@ class RewriteTrigger(StrEnum):
     UNANSWERED = "unanswered"  # passages passed, but the generator found no answer to cite
 
 
-class Outcome(StrEnum):
-    PASSED = "passed"  # a round's pass rate reached the threshold
-    MAX_ATTEMPTS = "max_attempts"  # rewrites used up; answered from the best passed documents
-    CIRCULAR_REWRITE = "circular_rewrite"  # the rewriter repeated an earlier query
-    NO_NEW_DOCUMENTS = "no_new_documents"  # a rewritten query found only passages seen before
-    BUDGET_EXHAUSTED = "budget_exhausted"  # the time budget ran out before another round
-
-
 @dataclass(frozen=True)
 class LoopPolicy:
     top_k: int = 5
@@ -116,7 +109,7 @@ class LoopPolicy:
 
 @dataclass(frozen=True)
 class NodeExecution:
-    node: str
+    node: LoopNode
     round: int
     started_at: datetime
     duration_ms: float
@@ -185,9 +178,10 @@ class StageFailure(Exception):
     ``kind`` is one of unavailable, timeout, invalid, not_found, precondition, internal.
     """
 
-    def __init__(self, stage: str, kind: str, message: str, trace: Trace) -> None:
-        super().__init__(f"{stage} {kind}: {message}")
-        self.stage = stage
+    def __init__(self, node: LoopNode, kind: str, message: str, trace: Trace) -> None:
+        super().__init__(f"{node} {kind}: {message}")
+        self.node = node
+        self.stage = node.stage
         self.kind = kind
         self.message = message
         self.trace = trace
@@ -421,7 +415,7 @@ class _Run:
 
         try:
             answer = await self._node(
-                "generate",
+                LoopNode.GENERATE,
                 self.original,
                 lambda: self._generate(documents),
                 details,
@@ -471,7 +465,7 @@ class _Run:
     async def _retrieve(self) -> RetrievalResult:
         query = self.current
         return await self._node(
-            "retrieve",
+            LoopNode.RETRIEVE,
             query,
             lambda: self.stages.retriever.retrieve(
                 query,
@@ -506,7 +500,7 @@ class _Run:
             return grading
 
         grading = await self._node(
-            "grade",
+            LoopNode.GRADE,
             self.original,
             grade,
             lambda g: {
@@ -528,7 +522,7 @@ class _Run:
         if trigger is RewriteTrigger.UNANSWERED:
             failed = found + failed
         rewrite = await self._node(
-            "rewrite",
+            LoopNode.REWRITE,
             self.current,
             lambda: self.stages.rewriter.rewrite(
                 self.original, self.current, failed, list(self.trace.rewrite_history)
@@ -548,7 +542,7 @@ class _Run:
 
     async def _node(
         self,
-        node: str,
+        node: LoopNode,
         query: str,
         call: Callable[[], Awaitable[T]],
         summarize: Callable[[T], dict[str, Any]],
@@ -583,7 +577,7 @@ class _Run:
 
     async def _finished(
         self,
-        node: str,
+        node: LoopNode,
         started_at: datetime,
         clock: float,
         status: str,
@@ -601,9 +595,10 @@ class _Run:
             await self.on_event(event)
 
 
-def classify_error(exc: Exception, node: str) -> tuple[str, str]:
+def classify_error(exc: Exception, name: str) -> tuple[str, str]:
+    """The failure kind of ``exc`` and its message; ``name``: the node or stage that raised it."""
     if isinstance(exc, TimeoutError):
-        return "timeout", f"{node} timed out"
+        return "timeout", f"{name} timed out"
     if isinstance(exc, DependencyTimeout):
         return "timeout", str(exc)
     if isinstance(exc, DependencyUnavailable):

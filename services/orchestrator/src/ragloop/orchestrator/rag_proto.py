@@ -12,6 +12,8 @@ from pydantic import ValidationError
 from ragloop.core.domain import Document, Grade
 from ragloop.core.errors import InvalidInput
 from ragloop.core.grpc import convert
+from ragloop.core.grpc.convert import proto_values
+from ragloop.core.names import LoopNode, Outcome
 from ragloop.orchestrator import events
 from ragloop.orchestrator.loop import LoopResult
 from ragloop.orchestrator.response import build_query_response
@@ -27,20 +29,10 @@ _OPTIONAL_FIELDS = (
     "grade_pass_threshold",
     "time_budget_s",
 )
-_NODES = {
-    "retrieve": rag_pb2.LOOP_NODE_RETRIEVE,
-    "grade": rag_pb2.LOOP_NODE_GRADE,
-    "rewrite": rag_pb2.LOOP_NODE_REWRITE,
-    "generate": rag_pb2.LOOP_NODE_GENERATE,
-}
+# Built from the canonical names: a name the proto lacks fails here, when the module loads.
+_NODES = proto_values(LoopNode, rag_pb2.LoopNode, "LOOP_NODE_")
+_OUTCOMES = proto_values(Outcome, rag_pb2.LoopOutcome, "LOOP_OUTCOME_")
 _STATUSES = {"ok": rag_pb2.NODE_STATUS_OK, "error": rag_pb2.NODE_STATUS_ERROR}
-_OUTCOMES = {
-    "passed": rag_pb2.LOOP_OUTCOME_PASSED,
-    "max_attempts": rag_pb2.LOOP_OUTCOME_MAX_ATTEMPTS,
-    "circular_rewrite": rag_pb2.LOOP_OUTCOME_CIRCULAR_REWRITE,
-    "budget_exhausted": rag_pb2.LOOP_OUTCOME_BUDGET_EXHAUSTED,
-    "no_new_documents": rag_pb2.LOOP_OUTCOME_NO_NEW_DOCUMENTS,
-}
 
 
 # --- request -----------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from ragloop.core.filters import parse_filters
+from ragloop.core.names import LoopNode, Outcome, RetrievalMode
 from ragloop.core.validation import (
     COLLECTION_PATTERN,
     MAX_ANSWER_INSTRUCTIONS_CHARS,
@@ -52,7 +53,7 @@ class QueryRequest(BaseModel):
         None, ge=0, le=1, description="Share of passages that must pass grading."
     )
     collection: str | None = Field(None, pattern=COLLECTION_PATTERN, description="Knowledge base.")
-    retrieval_mode: Literal["dense", "sparse", "hybrid"] | None = Field(
+    retrieval_mode: RetrievalMode | None = Field(
         None,
         description="dense (embeddings), sparse (BM25 keywords) or hybrid (both, fused); "
         "omitted means the retriever's default.",
@@ -171,7 +172,7 @@ class GraderResultOut(BaseModel):
 
 
 class NodeExecutionOut(BaseModel):
-    node: str
+    node: LoopNode
     round: int
     started_at: datetime
     duration_ms: float
@@ -186,12 +187,8 @@ class UsageOut(BaseModel):
 
 
 class WorkflowOut(BaseModel):
-    outcome: str = Field(
-        description=(
-            "passed | max_attempts | circular_rewrite | no_new_documents | budget_exhausted"
-        )
-    )
-    decision_path: list[str]
+    outcome: Outcome = Field(description="Why the loop stopped looking and answered.")
+    decision_path: list[LoopNode]
     node_executions: list[NodeExecutionOut]
     total_duration_ms: float
     usage: UsageOut
@@ -317,17 +314,15 @@ class ValidationErrorResponse(BaseModel):
 
 # --- the event stream (POST /v1/query/stream): the data of each event ---------------------------
 
-LoopNodeName = Literal["retrieve", "grade", "rewrite", "generate"]
-
 
 class NodeStartedEvent(BaseModel):
-    node: LoopNodeName
+    node: LoopNode
     round: int
     query: str
 
 
 class NodeFinishedEvent(BaseModel):
-    node: LoopNodeName
+    node: LoopNode
     round: int
     duration_ms: float
     status: Literal["ok", "error"]

@@ -7,6 +7,7 @@ import asyncio
 from ragloop.core.grpc.server import ServiceSpec, run_service
 from ragloop.core.metrics import init_model_series, init_retriever_series
 from ragloop.core.models import make_embedder
+from ragloop.core.names import Stage
 from ragloop.retriever.search import Fusion
 from ragloop.retriever.servicer import RetrieverServicer
 from ragloop.retriever.settings import RetrieverSettings
@@ -49,13 +50,13 @@ def build_retriever(settings: RetrieverSettings) -> MilvusRetriever:
 def build_spec(settings: RetrieverSettings) -> ServiceSpec:
     stage = build_retriever(settings)
     init_retriever_series()
-    init_model_series("retriever", stage.embedding_model)
+    init_model_series(Stage.RETRIEVER, stage.embedding_model)
 
     async def close() -> None:
         await asyncio.to_thread(stage.close)
 
     return ServiceSpec.for_servicer(
-        "retriever",
+        Stage.RETRIEVER,
         RetrieverServicer(stage),
         retriever_pb2_grpc.add_RetrieverServiceServicer_to_server,
         retriever_pb2,
@@ -68,7 +69,7 @@ def main() -> None:
     settings = RetrieverSettings()
     run_service(
         lambda: build_spec(settings),
-        service="retriever",
+        service=Stage.RETRIEVER,
         settings=settings,
         port=settings.retriever_port,
     )

@@ -4,6 +4,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from ragloop.core.names import RetrievalMode
 from ragloop.core.settings import ModelProviderSettings
 
 MIN_CHUNK_CHARACTERS = 100
@@ -48,8 +49,8 @@ class RetrieverSettings(ModelProviderSettings):
     chunk_overlap: int = Field(
         150, ge=0, description="Length in `chunk_unit` shared by neighbouring chunks."
     )
-    retrieval_mode: Literal["dense", "sparse", "hybrid"] = Field(
-        "hybrid",
+    retrieval_mode: RetrievalMode = Field(
+        RetrievalMode.HYBRID,
         description="Default retrieval: `dense` (embeddings), `sparse` (BM25) or `hybrid` (both "
         "fused); a request may choose another.",
     )

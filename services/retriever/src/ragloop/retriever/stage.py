@@ -33,6 +33,7 @@ from ragloop.core.metrics import (
 )
 from ragloop.core.models import Embedder
 from ragloop.core.models.embeddings import OnnxMiniLMEmbedder
+from ragloop.core.names import Stage
 from ragloop.core.validation import collection_name, required_text, tenant_id
 from ragloop.retriever.chunking import CHARACTERS, Chunker, Measure, Tokens
 from ragloop.retriever.expressions import all_of, metadata_condition
@@ -99,9 +100,9 @@ class MilvusRetriever:
         try:
             vectors = await loop.run_in_executor(self._embed_threads, self._embedder.embed, texts)
         except Exception as exc:
-            count_model_failure("retriever", self._embedder.name, exc)
+            count_model_failure(Stage.RETRIEVER, self._embedder.name, exc)
             raise
-        observe_model_call("retriever", self._embedder.name, time.perf_counter() - started)
+        observe_model_call(Stage.RETRIEVER, self._embedder.name, time.perf_counter() - started)
         return vectors
 
     async def warm_up(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ragloop.core.grpc.server import ServiceSpec, run_service
 from ragloop.core.models import ChatModel
 from ragloop.core.models.metered import MeteredChatModel
+from ragloop.core.names import Stage
 from ragloop.rewriter.servicer import RewriterServicer
 from ragloop.rewriter.settings import RewriterSettings
 from ragloop.rewriter.stage import ModelRewriter
@@ -16,10 +17,10 @@ def build_rewriter(settings: RewriterSettings, model: ChatModel) -> ModelRewrite
 
 
 def build_spec(settings: RewriterSettings) -> ServiceSpec:
-    model = MeteredChatModel(settings.make_chat_model(), stage="rewriter")
+    model = MeteredChatModel(settings.make_chat_model(), stage=Stage.REWRITER)
     stage = build_rewriter(settings, model)
     return ServiceSpec.for_servicer(
-        "rewriter",
+        Stage.REWRITER,
         RewriterServicer(stage),
         rewriter_pb2_grpc.add_RewriterServiceServicer_to_server,
         rewriter_pb2,
@@ -31,7 +32,7 @@ def main() -> None:
     settings = RewriterSettings()
     run_service(
         lambda: build_spec(settings),
-        service="rewriter",
+        service=Stage.REWRITER,
         settings=settings,
         port=settings.rewriter_port,
     )

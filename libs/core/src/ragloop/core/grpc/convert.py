@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any, TypeVar
 
 from google.protobuf import json_format, struct_pb2
@@ -25,6 +26,7 @@ from ragloop.core.domain import (
     SourceDocument,
 )
 from ragloop.core.errors import InvalidInput
+from ragloop.core.names import RetrievalMode
 from ragloop.v1 import (
     common_pb2,
     generator_pb2,
@@ -32,6 +34,18 @@ from ragloop.v1 import (
     retriever_pb2,
     rewriter_pb2,
 )
+
+
+def proto_values(names: type[StrEnum], proto_enum: Any, prefix: str) -> dict[str, int]:
+    """Each canonical name (``ragloop.core.names``) with its value in ``proto_enum``, whose value
+    names are ``prefix`` + the name in capitals. A name the proto lacks raises ValueError (when
+    the module that builds the table loads), and a proto value no name covers, other than
+    ``prefix``UNSPECIFIED, raises too: the two cannot drift apart."""
+    table = {member.value: proto_enum.Value(prefix + member.name) for member in names}
+    extra = set(proto_enum.keys()) - {prefix + member.name for member in names}
+    if extra - {prefix + "UNSPECIFIED"}:
+        raise ValueError(f"{sorted(extra)} of the proto have no name in {names.__name__}")
+    return table
 
 
 def struct_from_dict(data: dict[str, Any]) -> struct_pb2.Struct:
@@ -114,13 +128,11 @@ def usage_from_proto(message: common_pb2.ModelUsage) -> ModelUsage:
 
 # --- retriever -------------------------------------------------------------------------------
 
-_MODE_OF_PROTO = {
-    retriever_pb2.RETRIEVAL_MODE_UNSPECIFIED: "",
-    retriever_pb2.RETRIEVAL_MODE_DENSE: "dense",
-    retriever_pb2.RETRIEVAL_MODE_SPARSE: "sparse",
-    retriever_pb2.RETRIEVAL_MODE_HYBRID: "hybrid",
+_PROTO_OF_MODE: dict[str, int] = {
+    "": retriever_pb2.RETRIEVAL_MODE_UNSPECIFIED,
+    **proto_values(RetrievalMode, retriever_pb2.RetrievalMode, "RETRIEVAL_MODE_"),
 }
-_PROTO_OF_MODE = {mode: value for value, mode in _MODE_OF_PROTO.items()}
+_MODE_OF_PROTO = {value: mode for mode, value in _PROTO_OF_MODE.items()}
 
 
 def mode_to_proto(mode: str) -> retriever_pb2.RetrievalMode.ValueType:

@@ -19,24 +19,18 @@ from collections.abc import Iterable
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram, disable_created_metrics
 from prometheus_client.metrics import MetricWrapperBase
 
+from ragloop.core.names import Outcome, RetrievalMode, Stage, values
+
 # The `<name>_created` series double the series count and Prometheus 2 ignores them.
 disable_created_metrics()
 
 # --- closed label sets -------------------------------------------------------------------------
 
-STAGES = ("retriever", "grader", "rewriter", "generator")
-# The values of the orchestrator's Outcome enum, plus `no_documents` (nothing retrieved) and
-# `failed` (a stage failed; the client got 503/504).
-LOOP_OUTCOMES = (
-    "passed",
-    "max_attempts",
-    "circular_rewrite",
-    "budget_exhausted",
-    "no_new_documents",
-    "no_documents",
-    "failed",
-)
-RETRIEVAL_MODES = ("dense", "sparse", "hybrid")
+STAGES = values(Stage)
+# The loop's outcomes, plus `no_documents` (nothing retrieved) and `failed` (a stage failed; the
+# client got 503/504).
+LOOP_OUTCOMES = (*values(Outcome), "no_documents", "failed")
+RETRIEVAL_MODES = values(RetrievalMode)
 GRADE_VERDICTS = (
     "relevant",
     "not_relevant",

@@ -1,0 +1,58 @@
+"""The names every process and face of ragloop shares — stages, loop nodes, loop outcomes,
+retrieval modes — defined once. The REST schema's enums, the proto mapping tables, the metric
+label sets and the web page's constants are built from (or tested against) these."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Stage(StrEnum):
+    """The four stage services, in the order a query meets them."""
+
+    RETRIEVER = "retriever"
+    GRADER = "grader"
+    REWRITER = "rewriter"
+    GENERATOR = "generator"
+
+
+class LoopNode(StrEnum):
+    """The corrective loop's steps, each done by one stage."""
+
+    RETRIEVE = "retrieve"
+    GRADE = "grade"
+    REWRITE = "rewrite"
+    GENERATE = "generate"
+
+    @property
+    def stage(self) -> Stage:
+        return _STAGE_OF_NODE[self]
+
+
+_STAGE_OF_NODE = {
+    LoopNode.RETRIEVE: Stage.RETRIEVER,
+    LoopNode.GRADE: Stage.GRADER,
+    LoopNode.REWRITE: Stage.REWRITER,
+    LoopNode.GENERATE: Stage.GENERATOR,
+}
+
+
+class Outcome(StrEnum):
+    """Why the loop stopped looking and answered."""
+
+    PASSED = "passed"  # a round's pass rate reached the threshold
+    MAX_ATTEMPTS = "max_attempts"  # rewrites used up; answered from the best passed documents
+    CIRCULAR_REWRITE = "circular_rewrite"  # the rewriter repeated an earlier query
+    NO_NEW_DOCUMENTS = "no_new_documents"  # a rewritten query found only passages seen before
+    BUDGET_EXHAUSTED = "budget_exhausted"  # the time budget ran out before another round
+
+
+class RetrievalMode(StrEnum):
+    DENSE = "dense"  # embeddings
+    SPARSE = "sparse"  # BM25 keywords
+    HYBRID = "hybrid"  # both, fused
+
+
+def values(names: type[StrEnum]) -> tuple[str, ...]:
+    """The plain string values of ``names``, in definition order."""
+    return tuple(member.value for member in names)
