@@ -82,7 +82,7 @@ up:  ## the production topology on this host with Docker (deploy/docker-compose.
 down:  ## stop the compose stack (the data stays in its volumes)
 	cd deploy && docker compose down
 
-bench: bench-retrieval bench-models bench-reliability bench-compare bench-quality  ## every benchmark; results in bench/results/ and the README
+bench: bench-retrieval bench-models bench-reliability bench-compare bench-quality  ## every benchmark; results in bench/results/ and docs/benchmarks.md
 
 bench-retrieval: $(STAMP)  ## SciFact nDCG/recall per mode, ingest throughput, search latency (writes bench/results/)
 	$(PY) -m bench.retrieval $(BENCH_ARGS)
@@ -116,7 +116,7 @@ protos: $(STAMP)  ## regenerate ragloop.v1 stubs from protos/
 check: lint  ## lint, format check, and committed stubs in sync with protos
 	$(PY) -m pytest -q tests/unit/test_protos_in_sync.py
 
-settings-docs: $(STAMP)  ## regenerate deploy/.env.example and the README's settings table
+settings-docs: $(STAMP)  ## regenerate deploy/.env.example and docs/configuration.md's settings table
 	$(PY) scripts/settings_docs.py
 
 lint: $(STAMP)  ## ruff

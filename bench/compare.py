@@ -71,13 +71,14 @@ from bench.comparison.workload import (
     scifact_items,
 )
 from bench.model_server import llama_server
-from bench.pubmedqa import choose_questions, load_pubmedqa, loop_policy
+from bench.pubmedqa import choose_questions, load_pubmedqa
 from bench.scifact import load_scifact
 from bench.stages import ModelEndpoint, Tally, model_stages
 from ragloop.core.domain import SourceDocument
 from ragloop.core.settings import ChatModelSettings
 from ragloop.local.models import QWEN_CODER_1_5B
 from ragloop.orchestrator.loop import CorrectiveLoop
+from ragloop.orchestrator.policy import server_policy
 from ragloop.orchestrator.settings import OrchestratorSettings
 from ragloop.retriever.__main__ import build_retriever
 from ragloop.retriever.settings import RetrieverSettings
@@ -192,7 +193,7 @@ async def measure(
     llama-server at ``inprocess_model_url``, the other systems the stack's."""
     every_item = [*items, *(item for level in throughput_items for item in level)]
     collections = sorted({item.dataset for item in every_item})
-    policies = {name: loop_policy(OrchestratorSettings(), name) for name in collections}
+    policies = {name: server_policy(OrchestratorSettings(), name) for name in collections}
     retriever = build_retriever(RetrieverSettings(milvus_uri=milvus_uri))
     tally = Tally()
     stages = model_stages(ModelEndpoint(inprocess_model_url, QWEN_CODER_1_5B.name), tally)

@@ -54,7 +54,6 @@ from bench.pubmedqa import (
     answer_questions,
     choose_questions,
     load_pubmedqa,
-    loop_policy,
 )
 from bench.scifact import SciFact, load_scifact
 from bench.scifact_rankings import scifact_rankings
@@ -65,6 +64,7 @@ from ragloop.core.models import make_embedder
 from ragloop.grader.stage import GradingMode
 from ragloop.local.models import QWEN_CODER_0_5B, QWEN_CODER_1_5B, SplitModel
 from ragloop.orchestrator.loop import CorrectiveLoop
+from ragloop.orchestrator.policy import server_policy
 from ragloop.orchestrator.settings import OrchestratorSettings
 from ragloop.retriever.__main__ import build_retriever
 from ragloop.retriever.settings import RetrieverSettings
@@ -246,7 +246,7 @@ async def pubmedqa(
     stages = model_stages(endpoint, bench.tally)
     generator = DecisionGenerator(stages.generator, bench.tally)
     loop = CorrectiveLoop(retriever, stages.grader, stages.rewriter, generator)
-    policy = loop_policy(OrchestratorSettings(), PUBMEDQA_COLLECTION)
+    policy = server_policy(OrchestratorSettings(), PUBMEDQA_COLLECTION)
     try:
         with bench.timed("pubmedqa"):
             outcomes = await answer_questions(loop, policy, questions, budget_s=budget_s)

@@ -19,7 +19,6 @@ from bench.stages import Tally
 from ragloop.core.domain import Answer, Document, ModelUsage, SourceDocument
 from ragloop.core.stages import Generator
 from ragloop.orchestrator.loop import CorrectiveLoop, LoopPolicy, StageFailure
-from ragloop.orchestrator.settings import OrchestratorSettings
 
 DECISIONS = ("yes", "no", "maybe")
 # The generator's instructions for the answer (a request's answer_instructions): retrieval,
@@ -109,20 +108,6 @@ class Outcome:
         """A citation points to a passage of the abstract the question was written from."""
         citations = self.answer.citations if self.answer else []
         return any(c.source == self.question.pubid for c in citations)
-
-
-def loop_policy(settings: OrchestratorSettings, collection: str) -> LoopPolicy:
-    """The orchestrator's defaults for a request that sets only the collection."""
-    return LoopPolicy(
-        top_k=settings.top_k,
-        similarity_threshold=settings.similarity_threshold,
-        max_rewrite_attempts=settings.max_rewrite_attempts,
-        grade_pass_threshold=settings.grade_pass_threshold,
-        collection=collection,
-        budget_s=settings.request_budget_s,
-        generation_reserve_s=settings.generation_reserve_s,
-        max_generation_documents=settings.max_generation_documents,
-    )
 
 
 async def answer_questions(

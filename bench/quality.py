@@ -62,12 +62,12 @@ from bench.comparison.runs import Meter, System
 from bench.comparison.services import RunningStack, ragloop_stack, shared_milvus
 from bench.comparison.systems import LangGraphBaseline
 from bench.comparison.workload import PUBMEDQA
-from bench.pubmedqa import loop_policy
 from bench.stages import ModelEndpoint
 from ragloop.core.settings import ChatModelSettings
 from ragloop.generator.__main__ import build_generator
 from ragloop.generator.settings import GeneratorSettings
 from ragloop.local.models import QWEN_CODER_1_5B
+from ragloop.orchestrator.policy import server_policy
 from ragloop.orchestrator.settings import OrchestratorSettings
 from ragloop.retriever.__main__ import build_retriever
 from ragloop.retriever.settings import RetrieverSettings
@@ -82,7 +82,7 @@ def build_systems(
 ) -> tuple[list[System], Any, Any]:
     """The named systems, in ``SYSTEMS``' order, with the retriever and the plain generator's
     model to close afterwards."""
-    policies = {name: loop_policy(OrchestratorSettings(), name) for name in collections}
+    policies = {name: server_policy(OrchestratorSettings(), name) for name in collections}
     retriever = build_retriever(RetrieverSettings(milvus_uri=milvus_uri))
     endpoint = ModelEndpoint(stack.model_url, QWEN_CODER_1_5B.name)
     generator_settings: GeneratorSettings = endpoint.settings(GeneratorSettings)

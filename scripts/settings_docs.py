@@ -1,4 +1,4 @@
-"""Regenerate deploy/.env.example and the README's configuration table from the settings classes.
+"""Regenerate deploy/.env.example and docs/configuration.md's table from the settings classes.
 
 Run with `make settings-docs` after adding or changing a setting; tests/unit/test_settings.py
 fails while either is out of date.
@@ -21,6 +21,7 @@ from ragloop.rewriter.settings import RewriterSettings
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- settings:begin -->", "<!-- settings:end -->"
 ENV_EXAMPLE = ROOT / "deploy" / ".env.example"
+CONFIGURATION_DOC = ROOT / "docs" / "configuration.md"
 # deploy/.env.example ends with a hand-written section for docker compose, kept as it is.
 COMPOSE_SECTION = "# === docker compose"
 
@@ -64,7 +65,7 @@ def env_example() -> str:
     return "\n".join(lines) + "\n"
 
 
-def readme_table() -> str:
+def settings_table() -> str:
     lines = ["| variable | default | read by | meaning |", "|---|---|---|---|"]
     lines += [f"| `{v}` | `{d}` | {who} | {text} |" for v, d, who, text in rows()]
     return "\n".join(lines)
@@ -78,10 +79,9 @@ def compose_section(current: str) -> str:
 def main() -> None:
     current = ENV_EXAMPLE.read_text() if ENV_EXAMPLE.exists() else ""
     ENV_EXAMPLE.write_text(env_example() + compose_section(current))
-    readme = ROOT / "README.md"
-    text = readme.read_text()
+    text = CONFIGURATION_DOC.read_text()
     pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
-    readme.write_text(pattern.sub(f"{BEGIN}\n{readme_table()}\n{END}", text))
+    CONFIGURATION_DOC.write_text(pattern.sub(f"{BEGIN}\n{settings_table()}\n{END}", text))
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ ADMIN = "admin-key-0123456789abcdef"  # bound to no tenant
 ACME = "acme-key-0123456789abcdef"
 GLOBEX = "globex-key-0123456789abcdef"
 KEYS = f"# ragloop keys\n{ADMIN}\n{ACME} tenant=acme   # the acme app\n{GLOBEX}  tenant=globex\n"
-# Answer without a key (documented in the README): health, metrics, the API docs and the page.
+# Answer without a key (documented in docs/security.md): health, metrics, the API docs and the page.
 PUBLIC = {
     "/healthz",
     "/readyz",

@@ -26,7 +26,7 @@ MIN_CASES = 1000
 async def test_generated_requests_get_no_server_error_and_fit_the_schema(tmp_path: Path) -> None:
     settings = {
         "api_keys": SecretStr(API_KEY),
-        "request_budget_s": 30,  # a query's whole budget: bounds every case's time
+        "time_budget_s": 30,  # a query's whole budget: bounds every case's time
         "generation_reserve_s": 10,
     }
     async with rest_over_fake_model(str(tmp_path / "milvus.db"), **settings) as url:

@@ -65,7 +65,7 @@ async def test_every_stage_call_runs_under_the_deadline_of_its_phase() -> None:
 
     loop = CorrectiveLoop(Retriever({}), DictGrader({"a": PASS}), ScriptedRewriter([]), Generator())
 
-    result = await loop.run("q", partial_pass_policy(budget_s=200, generation_reserve_s=60))
+    result = await loop.run("q", partial_pass_policy(time_budget_s=200, generation_reserve_s=60))
 
     assert result.outcome is Outcome.PASSED
     assert 0 < seen["retrieve"] <= 140
@@ -79,7 +79,7 @@ async def test_budget_spent_in_the_first_retrieval_answers_that_nothing_passed()
     events = EventRecorder()
     loop = CorrectiveLoop(retriever, DictGrader({}), ScriptedRewriter([]), generator)
 
-    result = await loop.run("q", partial_pass_policy(budget_s=0.2), on_event=events)
+    result = await loop.run("q", partial_pass_policy(time_budget_s=0.2), on_event=events)
 
     assert result.outcome is Outcome.BUDGET_EXHAUSTED
     assert result.answer.text == NOTHING_PASSED
@@ -106,7 +106,7 @@ async def test_budget_spent_mid_loop_answers_from_what_passed_so_far() -> None:
     loop = CorrectiveLoop(retriever, DictGrader({"a": FAIL, "b": PASS}), rewriter, generator)
 
     result = await loop.run(
-        "q", partial_pass_policy(budget_s=1, generation_reserve_s=0.5), on_event=events
+        "q", partial_pass_policy(time_budget_s=1, generation_reserve_s=0.5), on_event=events
     )
 
     assert result.outcome is Outcome.BUDGET_EXHAUSTED
@@ -138,7 +138,7 @@ async def test_grading_that_completes_past_the_rounds_deadline_starts_no_rewrite
         generator,
     )
 
-    result = await loop.run("q", partial_pass_policy(budget_s=1, generation_reserve_s=0.5))
+    result = await loop.run("q", partial_pass_policy(time_budget_s=1, generation_reserve_s=0.5))
 
     assert result.outcome is Outcome.BUDGET_EXHAUSTED
     assert rewriter.calls == []
@@ -156,7 +156,7 @@ async def test_generation_that_outlasts_the_budget_is_replaced_by_an_honest_answ
         generator,
     )
 
-    result = await loop.run("q", partial_pass_policy(budget_s=0.4), on_event=events)
+    result = await loop.run("q", partial_pass_policy(time_budget_s=0.4), on_event=events)
 
     assert result.outcome is Outcome.BUDGET_EXHAUSTED  # although the round passed
     assert result.answer.text == (
@@ -180,7 +180,7 @@ async def test_a_stage_timing_out_on_its_own_is_a_failure_not_the_budget() -> No
     )
 
     with pytest.raises(StageFailure) as caught:
-        await loop.run("q", partial_pass_policy(budget_s=300))
+        await loop.run("q", partial_pass_policy(time_budget_s=300))
 
     assert (caught.value.node, caught.value.kind) == ("grade", "timeout")
     assert caught.value.message == "grader: the model did not answer in 120 s"
@@ -191,7 +191,7 @@ async def test_a_slow_in_process_stage_is_cancelled_at_the_deadline() -> None:
     retriever = StallingRetriever({"q": [doc("a")]}, stall_on="q")
     loop = CorrectiveLoop(retriever, DictGrader({}), ScriptedRewriter([]), EchoGenerator())
 
-    task = asyncio.create_task(loop.run("q", partial_pass_policy(budget_s=0.2)))
+    task = asyncio.create_task(loop.run("q", partial_pass_policy(time_budget_s=0.2)))
     await asyncio.wait_for(retriever.stall.cancelled.wait(), 10)
 
     assert (await task).outcome is Outcome.BUDGET_EXHAUSTED

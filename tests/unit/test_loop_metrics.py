@@ -86,7 +86,7 @@ async def test_outcomes_without_a_passing_round(
     loop = CorrectiveLoop(retriever, DictGrader({}), ScriptedRewriter([]), EchoGenerator())
     observed = Observed()
 
-    await loop.run("q", LoopPolicy(max_rewrite_attempts=0, budget_s=0.2))
+    await loop.run("q", LoopPolicy(max_rewrite_attempts=0, time_budget_s=0.2))
 
     changes = observed.changes()
     assert changes[outcome] == 1

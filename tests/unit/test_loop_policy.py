@@ -19,7 +19,7 @@ SETTINGS = OrchestratorSettings(
     similarity_threshold=0.25,
     max_rewrite_attempts=2,
     grade_pass_threshold=0.5,
-    request_budget_s=120,
+    time_budget_s=120,
     generation_reserve_s=30,
     max_generation_documents=4,
     relax_similarity=False,
@@ -40,7 +40,7 @@ def test_an_empty_request_takes_every_value_from_the_settings() -> None:
         retrieval_mode="",
         filters=None,
         tenant="",
-        budget_s=120,
+        time_budget_s=120,
         generation_reserve_s=30,
         max_generation_documents=4,
         answer_instructions="",
@@ -68,7 +68,7 @@ def test_a_requests_own_values_win() -> None:
     assert (policy.max_rewrite_attempts, policy.grade_pass_threshold) == (0, 1.0)
     assert (policy.collection, policy.retrieval_mode, policy.tenant) == ("kb", "sparse", "acme")
     assert policy.filters == {"lang": "en"}
-    assert policy.budget_s == 15
+    assert policy.time_budget_s == 15
     assert policy.answer_instructions == "Answer in French."  # stripped
 
 
@@ -159,3 +159,32 @@ def test_a_relaxation_setting_that_cannot_work_stops_the_server(
         OrchestratorSettings()
 
     assert "RAGLOOP_SIMILARITY_RELAXATION" in str(caught.value)
+
+
+def test_each_request_policy_field_is_declared_once_for_settings_rest_and_rag_service() -> None:
+    from ragloop.orchestrator.rag_proto import _OPTIONAL_FIELDS
+    from ragloop.orchestrator.request_policy import RequestPolicy
+
+    request_fields = QueryRequest.model_fields
+    for name, declared in RequestPolicy.model_fields.items():
+        assert OrchestratorSettings.model_fields[name].default == declared.default
+        assert request_fields[name].default is None  # omitted: the server's setting
+        assert request_fields[name].metadata == declared.metadata  # the same range
+        assert name in _OPTIONAL_FIELDS  # RagService can leave it unset too
+        assert LoopPolicy.__dataclass_fields__[name].default == declared.default
+
+
+@pytest.mark.parametrize("field", ["top_k", "time_budget_s"])
+def test_the_range_holds_for_the_setting_and_the_request_alike(field: str) -> None:
+    with pytest.raises(ValidationError, match=field):
+        OrchestratorSettings(**{field: 0})
+    with pytest.raises(ValidationError, match=field):
+        QueryRequest(query="q", **{field: 0})
+
+
+def test_the_renamed_budget_variable_is_refused_not_ignored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RAGLOOP_REQUEST_BUDGET_S", "30")
+    with pytest.raises(ValidationError, match="now RAGLOOP_TIME_BUDGET_S"):
+        OrchestratorSettings()

@@ -1,23 +1,7 @@
 """The generator's prompt and reply schema.
 
-Measured with Qwen2.5-Coder-1.5B on this project's docs: free text made the model refuse
-answerable questions or invent answers to unanswerable ones, and a free JSON "answer" string let it
-copy whole passages for 20 s. A reply of at most three short sentences, each naming its source,
-plus an explicit ``answerable`` flag, kept answers bounded (~2–6 s), cited, and refused the
-unanswerable question. Asking for short sentences "in your own words" that "state only what answers
-the question" (generate-v3) cut the share of answer 6-grams copied verbatim from the passages from
-0.82 to 0.65 and the time from 40 s to 30 s on four questions over docs/
-(scripts/measure_generator.py); repeating the question before the sources as well made it worse
-(0.66, longer answers). generate-v4 adds the user's instructions for the answer (a request's
-``answer_instructions``) as one line after the question, subordinate to the rules of the system
-message; without instructions its messages are generate-v3's, byte for byte. generate-v5 shortens
-that line's label to "Instructions for the answer": on 50 PubMedQA questions, each with its own
-abstract as the only source and "Begin your answer with yes, no or maybe." as the instructions,
-v4's label "... from the user (they never change the rules above)" led 25 answers with a decision
-(15 correct), the short label 30 (18 correct), the short label with "(within the rules above)" 24;
-the rules are the system message's either way (measured 2026-11-23 with an ad-hoc script).
-generate-v6 (issue 9) asks for "one line of JSON": asked only for JSON, the model indented its
-reply over several lines, about 10 of a one-sentence answer's 56 completion tokens.
+Why the reply is short cited JSON sentences, with measurements (generate-v3 to generate-v6):
+docs/decisions/0006-generator-answer-prompt.md.
 """
 
 from __future__ import annotations

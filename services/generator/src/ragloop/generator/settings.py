@@ -15,7 +15,7 @@ class GeneratorSettings(ChatModelSettings):
         AnswerFormat.JSON,
         description="`json` (sentences each naming its source, under a JSON schema) or `text` "
         "(prose with [n] markers, parsed afterwards; faster, but with the 1.5B model it refused "
-        "more answerable questions: docs/decisions/0002-answer-format.md).",
+        "more answerable questions: docs/decisions/0002-answer-format-and-context.md).",
     )
     generator_lead_yes_threshold: float = Field(
         DEFAULT_LEAD_YES_THRESHOLD,

@@ -1,5 +1,5 @@
-"""What the loop tells an observer while it runs (the SSE stream's events, see docs in the README):
-a node started, a node finished (with what it found), a piece of the answer's text."""
+"""What the loop tells an observer while it runs: a node started, a node finished (with what it
+found), a piece of the answer's text (the SSE stream's events: docs/corrective-loop.md)."""
 
 from __future__ import annotations
 

@@ -54,13 +54,11 @@ from ragloop.orchestrator.events import (
     NodeFinished,
     NodeStarted,
 )
+from ragloop.orchestrator.request_policy import REQUEST_DEFAULTS
 from ragloop.orchestrator.thresholds import threshold_of_round
 
 T = TypeVar("T")
 
-# A round passes when at least this share of its passages passed grading: with a grader that
-# passes only passages holding the answer, one of the default five (docs/decisions/).
-DEFAULT_GRADE_PASS_THRESHOLD = 0.2
 # The generator is called only when the most confident passed passage reaches this confidence:
 # below it, the grader's own doubt says the passages hardly hold the answer, and an answer from
 # them is more often invented than right (SQuAD 2.0 dev, docs/decisions/0003). The round counts as
@@ -71,6 +69,7 @@ DEFAULT_ANSWER_MIN_CONFIDENCE = 0.6
 # many (estimated) tokens, and at most this many passages.
 DEFAULT_GENERATION_CONTEXT_TOKENS = 1000
 DEFAULT_MAX_GENERATION_DOCUMENTS = 5
+DEFAULT_GENERATION_RESERVE_S = 60.0
 
 
 class RewriteTrigger(StrEnum):
@@ -80,12 +79,15 @@ class RewriteTrigger(StrEnum):
 
 @dataclass(frozen=True)
 class LoopPolicy:
-    top_k: int = 5
-    similarity_threshold: float = 0.3
+    """What one query runs with: the fields of ``RequestPolicy`` (a request's own value or the
+    server's setting, ``policy.resolve_policy``), what the request names, and server settings."""
+
+    top_k: int = REQUEST_DEFAULTS.top_k
+    similarity_threshold: float = REQUEST_DEFAULTS.similarity_threshold
     # Thresholds of rounds 1, 2, … (later rounds keep the last); empty: similarity_threshold.
     similarity_relaxation: tuple[float, ...] = ()
-    max_rewrite_attempts: int = 3
-    grade_pass_threshold: float = DEFAULT_GRADE_PASS_THRESHOLD
+    max_rewrite_attempts: int = REQUEST_DEFAULTS.max_rewrite_attempts
+    grade_pass_threshold: float = REQUEST_DEFAULTS.grade_pass_threshold
     collection: str = ""
     retrieval_mode: str = ""  # "" = the retriever's default
     filters: dict[str, Any] | None = None  # metadata filters (ragloop.core.filters)
@@ -93,10 +95,10 @@ class LoopPolicy:
     # How the answer should be written; given to the generator only, so that retrieval, grading
     # and rewriting see the question as asked. "" = none.
     answer_instructions: str = ""
-    budget_s: float = 300.0  # the whole query, answer included
-    # Kept of budget_s for generation (at most half of it): the rounds stop this long before the
-    # budget ends, so that a query out of time still answers from what passed.
-    generation_reserve_s: float = 60.0
+    time_budget_s: float = REQUEST_DEFAULTS.time_budget_s  # the whole query, answer included
+    # Kept of time_budget_s for generation (at most half of it): the rounds stop this long before
+    # the budget ends, so that a query out of time still answers from what passed.
+    generation_reserve_s: float = DEFAULT_GENERATION_RESERVE_S
     max_generation_documents: int = DEFAULT_MAX_GENERATION_DOCUMENTS
     generation_context_tokens: int = DEFAULT_GENERATION_CONTEXT_TOKENS
     answer_min_confidence: float = DEFAULT_ANSWER_MIN_CONFIDENCE
@@ -294,7 +296,7 @@ class _Run:
         self.policy = policy
         self.on_event = on_event
         self.trace = Trace()
-        self.budget = Budget.start(policy.budget_s, policy.generation_reserve_s)
+        self.budget = Budget.start(policy.time_budget_s, policy.generation_reserve_s)
         self.answer_text_sent = False  # some token event went out
         self.tried = {normalize_query(self.original)}  # every query searched, normalized
         self.handed: list[Document] = []  # the passages the last answer was written from

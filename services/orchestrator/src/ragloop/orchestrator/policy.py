@@ -2,33 +2,35 @@
 
 from __future__ import annotations
 
-from typing import TypeVar
-
 from ragloop.orchestrator.loop import LoopPolicy
+from ragloop.orchestrator.request_policy import RequestPolicy
 from ragloop.orchestrator.schemas import QueryRequest
 from ragloop.orchestrator.settings import OrchestratorSettings
 
-V = TypeVar("V", int, float)
-
 
 def resolve_policy(request: QueryRequest, settings: OrchestratorSettings) -> LoopPolicy:
+    chosen = {
+        name: value if (value := getattr(request, name)) is not None else getattr(settings, name)
+        for name in RequestPolicy.model_fields
+    }
     return LoopPolicy(
-        top_k=_or(request.top_k, settings.top_k),
-        similarity_threshold=_or(request.similarity_threshold, settings.similarity_threshold),
+        **chosen,
         similarity_relaxation=similarity_relaxation(request, settings),
-        max_rewrite_attempts=_or(request.max_rewrite_attempts, settings.max_rewrite_attempts),
-        grade_pass_threshold=_or(request.grade_pass_threshold, settings.grade_pass_threshold),
         collection=request.collection or "",
         retrieval_mode=request.retrieval_mode or "",
         filters=request.filters,
         tenant=request.tenant or "",
         answer_instructions=request.answer_instructions or "",
-        budget_s=_or(request.time_budget_s, settings.request_budget_s),
         generation_reserve_s=settings.generation_reserve_s,
         max_generation_documents=settings.max_generation_documents,
         generation_context_tokens=settings.generation_context_tokens,
         answer_min_confidence=settings.answer_min_confidence,
     )
+
+
+def server_policy(settings: OrchestratorSettings, collection: str = "") -> LoopPolicy:
+    """The policy of a request that names only ``collection``: the server's settings."""
+    return resolve_policy(QueryRequest.model_construct(collection=collection or None), settings)
 
 
 def similarity_relaxation(
@@ -42,7 +44,3 @@ def similarity_relaxation(
     if relax is None:
         relax = settings.relax_similarity and request.similarity_threshold is None
     return tuple(settings.similarity_relaxation) if relax else ()
-
-
-def _or(value: V | None, default: V) -> V:
-    return default if value is None else value

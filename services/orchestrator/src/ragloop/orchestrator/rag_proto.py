@@ -20,14 +20,12 @@ from ragloop.orchestrator.response import build_query_response
 from ragloop.orchestrator.schemas import NodeExecutionOut, QueryRequest, QueryResponse
 from ragloop.v1 import common_pb2, generator_pb2, rag_pb2
 
-# Fields of QueryRequest that proto3 gives presence to: unset means the server's default.
-_OPTIONAL_FIELDS = (
-    "top_k",
-    "similarity_threshold",
-    "relax_similarity",
-    "max_rewrite_attempts",
-    "grade_pass_threshold",
-    "time_budget_s",
+# Fields of QueryRequest that proto3 gives presence to (`optional` scalars): unset means the
+# server's default. Read from the descriptor, so that a new one needs no entry here.
+_OPTIONAL_FIELDS = tuple(
+    field.name
+    for field in rag_pb2.QueryRequest.DESCRIPTOR.fields
+    if field.has_presence and field.message_type is None
 )
 # Built from the canonical names: a name the proto lacks fails here, when the module loads.
 _NODES = proto_values(LoopNode, rag_pb2.LoopNode, "LOOP_NODE_")

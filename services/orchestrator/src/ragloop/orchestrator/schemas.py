@@ -16,7 +16,8 @@ from ragloop.core.validation import (
     json_data,
     unicode_text,
 )
-from ragloop.orchestrator.thresholds import MAX_REWRITE_ATTEMPTS, check_schedule
+from ragloop.orchestrator.request_policy import RequestPolicy, overrides_of
+from ragloop.orchestrator.thresholds import check_schedule
 
 
 def tenant_field() -> Any:
@@ -27,14 +28,13 @@ def tenant_field() -> Any:
     )
 
 
-class QueryRequest(BaseModel):
+class QueryRequest(overrides_of(RequestPolicy)):  # type: ignore[misc]
+    """A question, and what it chooses of the loop's policy (``RequestPolicy``'s fields among
+    them)."""
+
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     query: str = Field(..., min_length=1, max_length=4000, description="The question.")
-    top_k: int | None = Field(None, ge=1, le=50, description="Passages retrieved per round.")
-    similarity_threshold: float | None = Field(
-        None, ge=0, le=1, description="Minimum cosine similarity of a retrieved passage."
-    )
     relax_similarity: bool | None = Field(
         None,
         description="Lower the similarity threshold round by round, along the server's "
@@ -45,12 +45,6 @@ class QueryRequest(BaseModel):
         None,
         description="Similarity threshold of each round (1 to 6 values in [0, 1], never "
         "increasing; later rounds keep the last), e.g. [0.65, 0.5, 0.35].",
-    )
-    max_rewrite_attempts: int | None = Field(
-        None, ge=0, le=MAX_REWRITE_ATTEMPTS, description="Rewrites allowed."
-    )
-    grade_pass_threshold: float | None = Field(
-        None, ge=0, le=1, description="Share of passages that must pass grading."
     )
     collection: str | None = Field(None, pattern=COLLECTION_PATTERN, description="Knowledge base.")
     retrieval_mode: RetrievalMode | None = Field(
@@ -65,14 +59,6 @@ class QueryRequest(BaseModel):
         "Strings (ISO dates too) compare lexicographically.",
     )
     tenant: str | None = tenant_field()
-    time_budget_s: float | None = Field(
-        None,
-        ge=1,
-        le=600,
-        description="Seconds the whole query may take, answer included (1 to 600); when they run "
-        "out the response says so (outcome budget_exhausted) and answers from what passed. "
-        "Omitted means the server's RAGLOOP_REQUEST_BUDGET_S.",
-    )
     answer_instructions: str | None = Field(
         None,
         min_length=1,

@@ -1,18 +1,22 @@
 from __future__ import annotations
 
-from pydantic import Field, SecretStr, field_validator
+import os
+
+from pydantic import Field, SecretStr, field_validator, model_validator
 
 from ragloop.orchestrator.loop import (
     DEFAULT_ANSWER_MIN_CONFIDENCE,
     DEFAULT_GENERATION_CONTEXT_TOKENS,
-    DEFAULT_GRADE_PASS_THRESHOLD,
+    DEFAULT_GENERATION_RESERVE_S,
     DEFAULT_MAX_GENERATION_DOCUMENTS,
 )
 from ragloop.orchestrator.reliability_settings import ReliabilitySettings
+from ragloop.orchestrator.request_policy import RequestPolicy
 from ragloop.orchestrator.thresholds import check_schedule
 
 
-class OrchestratorSettings(ReliabilitySettings):  # retries, breaker, admission, stage TLS
+# retries, breaker, admission, stage TLS; and the defaults of what a query may choose
+class OrchestratorSettings(ReliabilitySettings, RequestPolicy):
     http_port: int = Field(8000, ge=0, le=65535, description="REST API port of the orchestrator.")
     orchestrator_grpc_port: int = Field(
         50050,
@@ -73,17 +77,6 @@ class OrchestratorSettings(ReliabilitySettings):  # retries, breaker, admission,
         gt=0,
         description="Deadline of one ingest call to the retriever (a 50 MB text takes minutes).",
     )
-    request_budget_s: float = Field(
-        300.0,
-        ge=1,
-        le=600,
-        description="Default time budget of one query, every round and the answer included "
-        "(per request: `time_budget_s`).",
-    )
-    top_k: int = Field(5, ge=1, le=50, description="Default passages retrieved per round.")
-    similarity_threshold: float = Field(
-        0.3, ge=0, le=1, description="Default minimum cosine similarity of a retrieved passage."
-    )
     relax_similarity: bool = Field(
         False,
         description="Relax the similarity threshold round by round by default, along "
@@ -93,13 +86,6 @@ class OrchestratorSettings(ReliabilitySettings):  # retries, breaker, admission,
         [0.65, 0.5, 0.35],
         description="Similarity thresholds of rounds 1, 2, 3… when relaxing (JSON list, 1 to 6 "
         "values in [0, 1], never increasing; later rounds keep the last).",
-    )
-    max_rewrite_attempts: int = Field(3, ge=0, le=5, description="Default rewrites per query.")
-    grade_pass_threshold: float = Field(
-        DEFAULT_GRADE_PASS_THRESHOLD,
-        ge=0,
-        le=1,
-        description="Default share of passages that must pass grading.",
     )
     max_generation_documents: int = Field(
         DEFAULT_MAX_GENERATION_DOCUMENTS,
@@ -127,7 +113,7 @@ class OrchestratorSettings(ReliabilitySettings):  # retries, breaker, admission,
         "refusal (0: always answer).",
     )
     generation_reserve_s: float = Field(
-        60.0,
+        DEFAULT_GENERATION_RESERVE_S,
         gt=0,
         description="Part of a query's time budget kept for the answer: the rounds stop this long "
         "before the budget ends (at most half the budget).",
@@ -148,6 +134,16 @@ class OrchestratorSettings(ReliabilitySettings):  # retries, breaker, admission,
         description="Largest multipart file upload, all files together (also the most text one "
         "uploaded file may yield).",
     )
+
+    @model_validator(mode="after")
+    def _no_renamed_variable(self) -> OrchestratorSettings:
+        # Renamed to the request field's name (issue 24): refuse to start rather than ignore it.
+        if os.environ.get("RAGLOOP_REQUEST_BUDGET_S"):
+            raise ValueError(
+                "RAGLOOP_REQUEST_BUDGET_S is now RAGLOOP_TIME_BUDGET_S (the name of the request "
+                "field it is the default of): rename it"
+            )
+        return self
 
     @field_validator("similarity_relaxation")
     @classmethod

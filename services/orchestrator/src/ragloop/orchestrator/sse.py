@@ -1,5 +1,6 @@
 """POST /v1/query/stream's server-sent events: the loop's events as they happen, then ``done``
-with the body POST /v1/query would return, or ``error``. The format is in the README."""
+with the body POST /v1/query would return, or ``error``. The format: docs/corrective-loop.md
+("The event stream")."""
 
 from __future__ import annotations
 

@@ -1,0 +1,62 @@
+"""The loop settings a query may choose, each declared once: type, range, default and meaning.
+
+The server's settings take these fields as they are (``RAGLOOP_TOP_K`` …, their defaults), the
+REST ``QueryRequest`` and RagService take them as optional overrides (``overrides_of``), and
+``policy.resolve_policy`` puts a request's own value, or the setting, into the ``LoopPolicy``.
+Adding one: a field here, its use in the loop, and a field in ``rag.proto``'s QueryRequest.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from pydantic import BaseModel, Field, create_model
+
+from ragloop.orchestrator.thresholds import MAX_REWRITE_ATTEMPTS
+
+# A round passes when at least this share of its passages passed grading: with a grader that
+# passes only passages holding the answer, one of the default five (docs/decisions/).
+DEFAULT_GRADE_PASS_THRESHOLD = 0.2
+
+
+class RequestPolicy(BaseModel):
+    top_k: int = Field(5, ge=1, le=50, description="Passages retrieved per round.")
+    similarity_threshold: float = Field(
+        0.3, ge=0, le=1, description="Minimum cosine similarity of a retrieved passage."
+    )
+    max_rewrite_attempts: int = Field(
+        3, ge=0, le=MAX_REWRITE_ATTEMPTS, description="Rewrites allowed per query."
+    )
+    grade_pass_threshold: float = Field(
+        DEFAULT_GRADE_PASS_THRESHOLD,
+        ge=0,
+        le=1,
+        description="Share of a round's passages that must pass grading, or the query is "
+        "rewritten.",
+    )
+    time_budget_s: float = Field(
+        300.0,
+        ge=1,
+        le=600,
+        description="Seconds the whole query may take, every round and the answer included; "
+        "when they run out the response says so (outcome budget_exhausted) and answers from "
+        "what passed.",
+    )
+
+
+REQUEST_DEFAULTS = RequestPolicy()
+
+
+def overrides_of(policy: type[BaseModel]) -> type[BaseModel]:
+    """A model with ``policy``'s fields, each optional (omitted: the server's setting) with the
+    same range and meaning: the base of a request that may choose them."""
+    fields: dict[str, Any] = {}
+    for name, declared in policy.model_fields.items():
+        optional = copy.copy(declared)
+        optional.default = None
+        optional.description = (
+            f"{declared.description} Omitted: the server's RAGLOOP_{name.upper()}."
+        )
+        fields[name] = (declared.annotation | None, optional)
+    return create_model(f"{policy.__name__}Overrides", **fields)
