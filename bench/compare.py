@@ -76,6 +76,7 @@ from bench.scifact import load_scifact
 from bench.stages import ModelEndpoint, Tally, model_stages
 from ragloop.core.domain import SourceDocument
 from ragloop.core.settings import ChatModelSettings
+from ragloop.core.stages import LoopStages
 from ragloop.local.models import QWEN_CODER_1_5B
 from ragloop.orchestrator.loop import CorrectiveLoop
 from ragloop.orchestrator.policy import server_policy
@@ -209,7 +210,9 @@ async def measure(
             )
             systems: list[System] = [ragloop, baseline]
             if "overhead" in args.parts:
-                loop = CorrectiveLoop(retriever, stages.grader, stages.rewriter, stages.generator)
+                loop = CorrectiveLoop(
+                    LoopStages(retriever, stages.grader, stages.rewriter, stages.generator)
+                )
                 systems.append(RagloopInProcess(loop, policies, inprocess_model_url))
             if args.warm_up:
                 await warm_up(systems, collections[0])

@@ -61,6 +61,7 @@ from bench.squad_pairs import squad_pairs
 from bench.stages import ModelEndpoint, Tally, model_stages
 from ragloop.core.domain import Document
 from ragloop.core.models import make_embedder
+from ragloop.core.stages import LoopStages
 from ragloop.grader.stage import GradingMode
 from ragloop.local.models import QWEN_CODER_0_5B, QWEN_CODER_1_5B, SplitModel
 from ragloop.orchestrator.loop import CorrectiveLoop
@@ -245,7 +246,7 @@ async def pubmedqa(
 ) -> None:
     stages = model_stages(endpoint, bench.tally)
     generator = DecisionGenerator(stages.generator, bench.tally)
-    loop = CorrectiveLoop(retriever, stages.grader, stages.rewriter, generator)
+    loop = CorrectiveLoop(LoopStages(retriever, stages.grader, stages.rewriter, generator))
     policy = server_policy(OrchestratorSettings(), PUBMEDQA_COLLECTION)
     try:
         with bench.timed("pubmedqa"):

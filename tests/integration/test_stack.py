@@ -89,7 +89,7 @@ def test_reingesting_the_corpus_does_not_duplicate_chunks(stack: Stack) -> None:
 )
 def test_reflection_lists_each_stage_and_health(stack: Stack, stage: str, service: str) -> None:
     """What `grpcurl -plaintext HOST:PORT list` does, in Python (no grpcurl package here)."""
-    address = stack.config.stage_address(getattr(stack.config, f"{stage}_port"))
+    address = stack.config.stage_address(stage)
     with grpc.insecure_channel(address) as channel:
         stub = reflection_pb2_grpc.ServerReflectionStub(channel)
         request = reflection_pb2.ServerReflectionRequest(list_services="")

@@ -15,6 +15,7 @@ import pytest
 
 from ragloop.core.domain import Document, GradingResult
 from ragloop.core.grpc.server import start_server
+from ragloop.core.stages import LoopStages
 from ragloop.orchestrator.admission import AdmissionGate, AdmissionInterceptor
 from ragloop.orchestrator.grpc_api import rag_service_spec
 from ragloop.orchestrator.loop import CorrectiveLoop
@@ -94,7 +95,9 @@ async def test_queries_beyond_the_limit_get_429_with_retry_after() -> None:
 async def test_rag_service_beyond_the_limit_is_resource_exhausted() -> None:
     grader = HeldGrader()
     loop = CorrectiveLoop(
-        ScriptedRetriever({"q": [doc("a")]}), grader, ScriptedRewriter([]), EchoGenerator()
+        LoopStages(
+            ScriptedRetriever({"q": [doc("a")]}), grader, ScriptedRewriter([]), EchoGenerator()
+        )
     )
     gate = AdmissionGate(1)
     server = await start_server(

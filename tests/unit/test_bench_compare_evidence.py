@@ -15,6 +15,7 @@ from bench.comparison.evidence import (
     sources_of,
 )
 from bench.comparison.ragloop_http import sse_events
+from ragloop.core.stages import LoopStages
 from ragloop.orchestrator.loop import CorrectiveLoop, LoopPolicy, LoopResult
 from ragloop.orchestrator.response import query_response_body
 from ragloop.orchestrator.sse import encode, event_data
@@ -55,10 +56,12 @@ async def run_loop(
     """Run the real loop over fakes; return its result and its events as the stream sends them."""
     recorder = EventRecorder()
     loop = CorrectiveLoop(
-        ScriptedRetriever(results),
-        DictGrader(verdicts),
-        ScriptedRewriter(rewrites),
-        StreamingEchoGenerator(),
+        LoopStages(
+            ScriptedRetriever(results),
+            DictGrader(verdicts),
+            ScriptedRewriter(rewrites),
+            StreamingEchoGenerator(),
+        )
     )
     result = await loop.run("Q?", policy, on_event=recorder)
     events = [(e.kind, event_data(e)) for e in recorder.events if e.kind != "token"]

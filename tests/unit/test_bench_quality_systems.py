@@ -16,6 +16,7 @@ from bench.answers.systems import Baseline, PlainRag, RagloopRest
 from bench.comparison.runs import Answered
 from bench.comparison.workload import WorkItem
 from ragloop.core.domain import ModelUsage
+from ragloop.core.stages import LoopStages
 from ragloop.orchestrator.loop import CorrectiveLoop, LoopPolicy
 from ragloop.orchestrator.response import query_response_body
 from ragloop.orchestrator.sse import encode, event_data
@@ -45,10 +46,12 @@ async def stream_body(policy: LoopPolicy) -> bytes:
     """What ragloop's /v1/query/stream sends for ITEM: the real loop's events over fakes."""
     recorder = EventRecorder()
     loop = CorrectiveLoop(
-        ScriptedRetriever(PASSAGES),
-        DictGrader({"a": (True, 0.8), "c": (True, 0.9)}),
-        ScriptedRewriter(["Normandy country"]),
-        StreamingEchoGenerator(),
+        LoopStages(
+            ScriptedRetriever(PASSAGES),
+            DictGrader({"a": (True, 0.8), "c": (True, 0.9)}),
+            ScriptedRewriter(["Normandy country"]),
+            StreamingEchoGenerator(),
+        )
     )
     result = await loop.run(ITEM.text, policy, on_event=recorder)
     events = [encode(e.kind, event_data(e)) for e in recorder.events]

@@ -24,7 +24,7 @@ from ragloop.core.errors import (
     InvalidInput,
     NotFound,
 )
-from ragloop.core.stages import Generator, Grader, Retriever, Rewriter
+from ragloop.core.stages import Generator, Grader, LoopStages, Retriever, Rewriter
 from ragloop.core.text import CHARS_PER_TOKEN
 from ragloop.generator.stage import AnswerFormat, ModelGenerator
 from ragloop.orchestrator.loop import (
@@ -70,7 +70,9 @@ def make_loop(
     generator: Generator | None = None,
 ) -> CorrectiveLoop:
     return CorrectiveLoop(
-        retriever, grader, rewriter or ScriptedRewriter([]), generator or EchoGenerator()
+        LoopStages(
+            retriever, grader, rewriter or ScriptedRewriter([]), generator or EchoGenerator()
+        )
     )
 
 
@@ -572,10 +574,12 @@ async def test_many_passed_passages_do_not_exceed_the_generators_limit() -> None
         [json.dumps({"answerable": True, "sentences": [{"source": 1, "text": "d0 says so."}]})]
     )
     loop = CorrectiveLoop(
-        ScriptedRetriever({"q": documents}),
-        DictGrader({d.id: PASS for d in documents}),
-        ScriptedRewriter([]),
-        ModelGenerator(model, max_documents=20, answer_format=AnswerFormat.JSON),
+        LoopStages(
+            ScriptedRetriever({"q": documents}),
+            DictGrader({d.id: PASS for d in documents}),
+            ScriptedRewriter([]),
+            ModelGenerator(model, max_documents=20, answer_format=AnswerFormat.JSON),
+        )
     )
 
     result = await loop.run("q", partial_pass_policy(top_k=25))

@@ -11,6 +11,7 @@ import pytest
 from ragloop.core import context
 from ragloop.core.domain import Answer, Document, RetrievalResult
 from ragloop.core.errors import DependencyTimeout
+from ragloop.core.stages import LoopStages
 from ragloop.orchestrator.budget import Budget
 from ragloop.orchestrator.events import AnswerToken, NodeFinished
 from ragloop.orchestrator.loop import CorrectiveLoop, Outcome, StageFailure
@@ -63,7 +64,9 @@ async def test_every_stage_call_runs_under_the_deadline_of_its_phase() -> None:
             seen["generate"] = context.time_left(math.inf)
             return await super().generate(question, documents, instructions)
 
-    loop = CorrectiveLoop(Retriever({}), DictGrader({"a": PASS}), ScriptedRewriter([]), Generator())
+    loop = CorrectiveLoop(
+        LoopStages(Retriever({}), DictGrader({"a": PASS}), ScriptedRewriter([]), Generator())
+    )
 
     result = await loop.run("q", partial_pass_policy(time_budget_s=200, generation_reserve_s=60))
 
@@ -77,7 +80,7 @@ async def test_budget_spent_in_the_first_retrieval_answers_that_nothing_passed()
     retriever = StallingRetriever({}, stall_on="q")
     generator = EchoGenerator()
     events = EventRecorder()
-    loop = CorrectiveLoop(retriever, DictGrader({}), ScriptedRewriter([]), generator)
+    loop = CorrectiveLoop(LoopStages(retriever, DictGrader({}), ScriptedRewriter([]), generator))
 
     result = await loop.run("q", partial_pass_policy(time_budget_s=0.2), on_event=events)
 
@@ -103,7 +106,9 @@ async def test_budget_spent_mid_loop_answers_from_what_passed_so_far() -> None:
     rewriter = ScriptedRewriter(["q2"])
     generator = EchoGenerator()
     events = EventRecorder()
-    loop = CorrectiveLoop(retriever, DictGrader({"a": FAIL, "b": PASS}), rewriter, generator)
+    loop = CorrectiveLoop(
+        LoopStages(retriever, DictGrader({"a": FAIL, "b": PASS}), rewriter, generator)
+    )
 
     result = await loop.run(
         "q", partial_pass_policy(time_budget_s=1, generation_reserve_s=0.5), on_event=events
@@ -132,10 +137,12 @@ async def test_grading_that_completes_past_the_rounds_deadline_starts_no_rewrite
     rewriter = ScriptedRewriter(["q2"])
     generator = EchoGenerator()
     loop = CorrectiveLoop(
-        ScriptedRetriever({"q": [doc("a"), doc("b")]}),
-        BlockingDictGrader({"a": (True, 0.5)}, block_s=0.6),  # 1/2 < 0.6: would rewrite
-        rewriter,
-        generator,
+        LoopStages(
+            ScriptedRetriever({"q": [doc("a"), doc("b")]}),
+            BlockingDictGrader({"a": (True, 0.5)}, block_s=0.6),  # 1/2 < 0.6: would rewrite
+            rewriter,
+            generator,
+        )
     )
 
     result = await loop.run("q", partial_pass_policy(time_budget_s=1, generation_reserve_s=0.5))
@@ -150,10 +157,12 @@ async def test_generation_that_outlasts_the_budget_is_replaced_by_an_honest_answ
     generator = StallingGenerator()
     events = EventRecorder()
     loop = CorrectiveLoop(
-        ScriptedRetriever({"q": [doc("a", source="notes/cats.md"), doc("b")]}),
-        DictGrader({"a": PASS, "b": PASS}),
-        ScriptedRewriter([]),
-        generator,
+        LoopStages(
+            ScriptedRetriever({"q": [doc("a", source="notes/cats.md"), doc("b")]}),
+            DictGrader({"a": PASS, "b": PASS}),
+            ScriptedRewriter([]),
+            generator,
+        )
     )
 
     result = await loop.run("q", partial_pass_policy(time_budget_s=0.4), on_event=events)
@@ -173,10 +182,12 @@ async def test_generation_that_outlasts_the_budget_is_replaced_by_an_honest_answ
 
 async def test_a_stage_timing_out_on_its_own_is_a_failure_not_the_budget() -> None:
     loop = CorrectiveLoop(
-        ScriptedRetriever({"q": [doc("a")]}),
-        RaisingGrader(DependencyTimeout("grader: the model did not answer in 120 s")),
-        ScriptedRewriter([]),
-        EchoGenerator(),
+        LoopStages(
+            ScriptedRetriever({"q": [doc("a")]}),
+            RaisingGrader(DependencyTimeout("grader: the model did not answer in 120 s")),
+            ScriptedRewriter([]),
+            EchoGenerator(),
+        )
     )
 
     with pytest.raises(StageFailure) as caught:
@@ -189,7 +200,9 @@ async def test_a_stage_timing_out_on_its_own_is_a_failure_not_the_budget() -> No
 async def test_a_slow_in_process_stage_is_cancelled_at_the_deadline() -> None:
     """No gRPC deadline reaches an in-process stage: the loop's own timeout stops it."""
     retriever = StallingRetriever({"q": [doc("a")]}, stall_on="q")
-    loop = CorrectiveLoop(retriever, DictGrader({}), ScriptedRewriter([]), EchoGenerator())
+    loop = CorrectiveLoop(
+        LoopStages(retriever, DictGrader({}), ScriptedRewriter([]), EchoGenerator())
+    )
 
     task = asyncio.create_task(loop.run("q", partial_pass_policy(time_budget_s=0.2)))
     await asyncio.wait_for(retriever.stall.cancelled.wait(), 10)

@@ -11,6 +11,7 @@ import pytest
 
 from ragloop.core.domain import RetrievalResult
 from ragloop.core.errors import DependencyUnavailable
+from ragloop.core.stages import LoopStages
 from ragloop.orchestrator import sse
 from ragloop.orchestrator.events import AnswerToken, NodeFinished, NodeStarted
 from ragloop.orchestrator.loop import CorrectiveLoop, LoopResult, StageFailure
@@ -43,7 +44,9 @@ def one_rewrite_loop(generator: object | None = None) -> CorrectiveLoop:
     )
     grader = DictGrader({"a": FAIL, "c": PASS, "d": (True, 0.7)})
     return CorrectiveLoop(
-        retriever, grader, ScriptedRewriter(["q2"]), generator or StreamingEchoGenerator()
+        LoopStages(
+            retriever, grader, ScriptedRewriter(["q2"]), generator or StreamingEchoGenerator()
+        )
     )
 
 
@@ -172,10 +175,12 @@ async def test_without_an_observer_the_generator_is_not_streamed() -> None:
 async def test_a_failing_node_finishes_with_status_error_and_its_message() -> None:
     events = EventRecorder()
     loop = CorrectiveLoop(
-        RaisingRetriever(DependencyUnavailable("retriever: connection refused")),
-        DictGrader({}),
-        ScriptedRewriter([]),
-        EchoGenerator(),
+        LoopStages(
+            RaisingRetriever(DependencyUnavailable("retriever: connection refused")),
+            DictGrader({}),
+            ScriptedRewriter([]),
+            EchoGenerator(),
+        )
     )
 
     with pytest.raises(StageFailure):
@@ -221,10 +226,12 @@ async def test_the_stream_ends_with_done_holding_exactly_the_query_response() ->
 
 async def test_a_stage_failure_ends_the_stream_with_an_error_event() -> None:
     loop = CorrectiveLoop(
-        ScriptedRetriever({"q": [doc("a")]}),
-        RaisingGrader(DependencyUnavailable("grader: connection refused")),
-        ScriptedRewriter([]),
-        EchoGenerator(),
+        LoopStages(
+            ScriptedRetriever({"q": [doc("a")]}),
+            RaisingGrader(DependencyUnavailable("grader: connection refused")),
+            ScriptedRewriter([]),
+            EchoGenerator(),
+        )
     )
 
     chunks = sse.query_events(lambda sink: loop.run("q", partial_pass_policy(), on_event=sink))
@@ -262,7 +269,7 @@ async def test_a_quiet_run_sends_keep_alives(monkeypatch: pytest.MonkeyPatch) ->
             return RetrievalResult([], 0)
 
     loop = CorrectiveLoop(
-        WaitingRetriever({}), DictGrader({}), ScriptedRewriter([]), EchoGenerator()
+        LoopStages(WaitingRetriever({}), DictGrader({}), ScriptedRewriter([]), EchoGenerator())
     )
     chunks = sse.query_events(
         lambda sink: loop.run("q", partial_pass_policy(max_rewrite_attempts=0), on_event=sink)
@@ -278,7 +285,9 @@ async def test_a_quiet_run_sends_keep_alives(monkeypatch: pytest.MonkeyPatch) ->
 
 async def test_a_reader_that_stops_cancels_the_stage_call_in_flight() -> None:
     retriever = StallingRetriever({}, stall_on="q")
-    loop = CorrectiveLoop(retriever, DictGrader({}), ScriptedRewriter([]), EchoGenerator())
+    loop = CorrectiveLoop(
+        LoopStages(retriever, DictGrader({}), ScriptedRewriter([]), EchoGenerator())
+    )
     chunks = sse.query_events(lambda sink: loop.run("q", partial_pass_policy(), on_event=sink))
 
     assert (await anext(chunks)).startswith(b"event: node_started\n")

@@ -8,6 +8,7 @@ from prometheus_client import REGISTRY
 
 from ragloop.core.errors import DependencyUnavailable
 from ragloop.core.metrics.catalog import LOOP_OUTCOMES
+from ragloop.core.stages import LoopStages
 from ragloop.orchestrator.loop import CorrectiveLoop, LoopPolicy, StageFailure
 from tests.unit.fakes import (
     DictGrader,
@@ -47,7 +48,9 @@ class Observed:
 
 
 def test_every_outcome_has_a_series_once_a_loop_exists() -> None:
-    CorrectiveLoop(ScriptedRetriever({}), DictGrader({}), ScriptedRewriter([]), EchoGenerator())
+    CorrectiveLoop(
+        LoopStages(ScriptedRetriever({}), DictGrader({}), ScriptedRewriter([]), EchoGenerator())
+    )
 
     for outcome in LOOP_OUTCOMES:
         labels = {"outcome": outcome}
@@ -57,7 +60,9 @@ def test_every_outcome_has_a_series_once_a_loop_exists() -> None:
 async def test_an_answered_query_counts_its_outcome_rewrites_and_final_pass_rate() -> None:
     retriever = ScriptedRetriever({"q": [doc("a")], "q2": [doc("b"), doc("c")]})
     loop = CorrectiveLoop(
-        retriever, DictGrader({"b": PASS, "c": PASS}), ScriptedRewriter(["q2"]), EchoGenerator()
+        LoopStages(
+            retriever, DictGrader({"b": PASS, "c": PASS}), ScriptedRewriter(["q2"]), EchoGenerator()
+        )
     )
     observed = Observed()
 
@@ -83,7 +88,9 @@ async def test_an_answered_query_counts_its_outcome_rewrites_and_final_pass_rate
 async def test_outcomes_without_a_passing_round(
     retriever: ScriptedRetriever, outcome: str, observed_pass_rate: bool
 ) -> None:
-    loop = CorrectiveLoop(retriever, DictGrader({}), ScriptedRewriter([]), EchoGenerator())
+    loop = CorrectiveLoop(
+        LoopStages(retriever, DictGrader({}), ScriptedRewriter([]), EchoGenerator())
+    )
     observed = Observed()
 
     await loop.run("q", LoopPolicy(max_rewrite_attempts=0, time_budget_s=0.2))
@@ -96,10 +103,12 @@ async def test_outcomes_without_a_passing_round(
 
 async def test_a_stage_failure_counts_as_failed() -> None:
     loop = CorrectiveLoop(
-        RaisingRetriever(DependencyUnavailable("down")),
-        DictGrader({}),
-        ScriptedRewriter([]),
-        EchoGenerator(),
+        LoopStages(
+            RaisingRetriever(DependencyUnavailable("down")),
+            DictGrader({}),
+            ScriptedRewriter([]),
+            EchoGenerator(),
+        )
     )
     observed = Observed()
 

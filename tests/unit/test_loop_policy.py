@@ -8,6 +8,7 @@ import re
 import pytest
 from pydantic import ValidationError
 
+from ragloop.core.stages import LoopStages
 from ragloop.orchestrator.loop import CorrectiveLoop, LoopPolicy, Outcome
 from ragloop.orchestrator.policy import resolve_policy
 from ragloop.orchestrator.schemas import QueryRequest
@@ -116,7 +117,7 @@ def test_relaxation_comes_from_the_request_else_the_settings(
 async def test_each_round_searches_with_its_threshold_and_later_rounds_keep_the_last() -> None:
     retriever = ScriptedRetriever({q: [doc(q)] for q in ("q", "q2", "q3", "q4")})
     loop = CorrectiveLoop(
-        retriever, DictGrader({}), ScriptedRewriter(["q2", "q3", "q4"]), EchoGenerator()
+        LoopStages(retriever, DictGrader({}), ScriptedRewriter(["q2", "q3", "q4"]), EchoGenerator())
     )
 
     result = await loop.run(
@@ -134,7 +135,9 @@ async def test_each_round_searches_with_its_threshold_and_later_rounds_keep_the_
 
 async def test_without_relaxation_every_round_uses_the_one_threshold() -> None:
     retriever = ScriptedRetriever({})
-    loop = CorrectiveLoop(retriever, DictGrader({}), ScriptedRewriter(["q2"]), EchoGenerator())
+    loop = CorrectiveLoop(
+        LoopStages(retriever, DictGrader({}), ScriptedRewriter(["q2"]), EchoGenerator())
+    )
 
     await loop.run("q", LoopPolicy(similarity_threshold=0.42, max_rewrite_attempts=1))
 

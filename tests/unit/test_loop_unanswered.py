@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 
 from ragloop.core.domain import Answer, AnswerDelta, Citation, Document
+from ragloop.core.stages import LoopStages
 from ragloop.orchestrator.events import AnswerToken, NodeFinished
 from ragloop.orchestrator.loop import CorrectiveLoop, LoopPolicy, Outcome
 from tests.unit.fakes import DictGrader, EventRecorder, ScriptedRetriever, ScriptedRewriter, doc
@@ -62,7 +63,7 @@ async def test_a_passed_round_that_cannot_answer_is_rewritten_and_answered_again
     grader = DictGrader({"engine": PASS, "noise": FAIL, "founder": PASS})
     recorder = EventRecorder()
 
-    result = await CorrectiveLoop(retriever, grader, rewriter, generator).run(
+    result = await CorrectiveLoop(LoopStages(retriever, grader, rewriter, generator)).run(
         QUESTION, policy(), on_event=recorder
     )
 
@@ -93,7 +94,7 @@ async def test_single_shot_never_rewrites_an_unanswered_round() -> None:
     retriever, rewriter = stages(generator)
     grader = DictGrader({"engine": PASS, "noise": FAIL})
 
-    result = await CorrectiveLoop(retriever, grader, rewriter, generator).run(
+    result = await CorrectiveLoop(LoopStages(retriever, grader, rewriter, generator)).run(
         QUESTION, policy(max_rewrite_attempts=0)
     )
 
@@ -109,7 +110,7 @@ async def test_a_rewrite_that_finds_nothing_new_leaves_the_answer_as_it_was() ->
     grader = DictGrader({"engine": PASS, "noise": FAIL})
 
     result = await CorrectiveLoop(
-        retriever, grader, ScriptedRewriter(["engine maker"]), generator
+        LoopStages(retriever, grader, ScriptedRewriter(["engine maker"]), generator)
     ).run(QUESTION, policy())
 
     assert result.trace.decision_path == [
@@ -123,7 +124,9 @@ async def test_an_answer_the_generator_could_cite_is_never_rewritten() -> None:
     retriever, rewriter = stages(generator)
     grader = DictGrader({"engine": PASS, "noise": FAIL})
 
-    result = await CorrectiveLoop(retriever, grader, rewriter, generator).run(QUESTION, policy())
+    result = await CorrectiveLoop(LoopStages(retriever, grader, rewriter, generator)).run(
+        QUESTION, policy()
+    )
 
     assert result.trace.decision_path == ["retrieve", "grade", "generate"]
     assert result.answer.grounded and rewriter.calls == []
@@ -136,9 +139,9 @@ async def test_unanswered_rewrites_count_against_the_same_attempts() -> None:
     )
     grader = DictGrader({"engine": PASS, "second": PASS, "third": PASS})
 
-    result = await CorrectiveLoop(retriever, grader, ScriptedRewriter(["q2", "q3"]), generator).run(
-        QUESTION, policy(max_rewrite_attempts=2)
-    )
+    result = await CorrectiveLoop(
+        LoopStages(retriever, grader, ScriptedRewriter(["q2", "q3"]), generator)
+    ).run(QUESTION, policy(max_rewrite_attempts=2))
 
     assert len(result.trace.rewrite_history) == 2 and len(generator.calls) == 3
     assert sorted(generator.calls[-1]) == ["engine", "second", "third"]
@@ -151,7 +154,7 @@ async def test_below_the_answer_floor_the_round_is_unanswered_and_rewritten() ->
     # "engine" passed, but the grader was only 55% sure it holds the answer; "founder" is sure.
     grader = DictGrader({"engine": (True, 0.55), "noise": FAIL, "founder": (True, 0.95)})
 
-    result = await CorrectiveLoop(retriever, grader, rewriter, generator).run(
+    result = await CorrectiveLoop(LoopStages(retriever, grader, rewriter, generator)).run(
         QUESTION, policy(answer_min_confidence=0.6)
     )
 
@@ -168,7 +171,7 @@ async def test_single_shot_below_the_floor_refuses_honestly() -> None:
     retriever, rewriter = stages(generator)
     grader = DictGrader({"engine": (True, 0.55), "noise": FAIL})
 
-    result = await CorrectiveLoop(retriever, grader, rewriter, generator).run(
+    result = await CorrectiveLoop(LoopStages(retriever, grader, rewriter, generator)).run(
         QUESTION, policy(answer_min_confidence=0.6, max_rewrite_attempts=0)
     )
 

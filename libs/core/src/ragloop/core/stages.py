@@ -4,6 +4,7 @@ both implement them, so the loop runs unchanged over either."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ragloop.core.domain import (
@@ -90,3 +91,13 @@ class Generator(Protocol):
         """``instructions``: how the user wants the answer written (e.g. "Answer in French."),
         "" for none; they never override answering from ``documents`` with citations."""
         ...
+
+
+@dataclass
+class LoopStages:
+    """The four stages one corrective loop drives."""
+
+    retriever: Retriever
+    grader: Grader
+    rewriter: Rewriter
+    generator: Generator

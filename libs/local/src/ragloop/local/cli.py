@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from ragloop.core.stage_registry import STAGE_SPECS, setting_variable
 from ragloop.local.launcher import Stack, StackConfig
 from ragloop.local.models import DEFAULT_MODEL, MODELS, ensure_model
 from ragloop.local.processes import StartupError
@@ -26,10 +27,9 @@ def config_from_env() -> StackConfig:
         http_port=port("RAGLOOP_HTTP_PORT", 8000),
         orchestrator_grpc_port=port("RAGLOOP_ORCHESTRATOR_GRPC_PORT", 50050),
         model_port=port("RAGLOOP_MODEL_PORT", 8090),
-        retriever_port=port("RAGLOOP_RETRIEVER_PORT", 50051),
-        grader_port=port("RAGLOOP_GRADER_PORT", 50052),
-        rewriter_port=port("RAGLOOP_REWRITER_PORT", 50053),
-        generator_port=port("RAGLOOP_GENERATOR_PORT", 50054),
+        stage_ports={
+            spec.name: port(setting_variable(spec.port_setting), spec.port) for spec in STAGE_SPECS
+        },
         data_dir=Path(os.environ.get("RAGLOOP_DATA_DIR", "data")),
         models_dir=Path(os.environ.get("RAGLOOP_MODELS_DIR", ".models")),
     )

@@ -16,6 +16,7 @@ import httpx
 
 from ragloop.core.grpc.tls import ClientTls, client_tls, sync_channel
 from ragloop.core.names import Stage, values
+from ragloop.core.stage_registry import STAGE_SPECS, setting_variable
 from ragloop.local.model_server import model_server_command
 from ragloop.local.models import DEFAULT_MODEL, SplitModel, ensure_model
 from ragloop.local.processes import ChildProcess, StartupError, free_port, port_is_free
@@ -26,17 +27,11 @@ log = logging.getLogger(__name__)
 
 CORPUS_SUFFIXES = {".md", ".txt"}
 STAGES = values(Stage)
+PORT_FIELDS = ("http_port", "orchestrator_grpc_port", "model_port")  # besides the stages' ports
 
 
-PORT_FIELDS = (
-    "http_port",
-    "orchestrator_grpc_port",
-    "model_port",
-    "retriever_port",
-    "grader_port",
-    "rewriter_port",
-    "generator_port",
-)
+def default_stage_ports() -> dict[str, int]:
+    return {spec.name.value: spec.port for spec in STAGE_SPECS}
 
 
 @dataclass
@@ -45,10 +40,8 @@ class StackConfig:
     http_port: int = 8000
     orchestrator_grpc_port: int = 50050  # RagService, the orchestrator's gRPC face
     model_port: int = 8090
-    retriever_port: int = 50051
-    grader_port: int = 50052
-    rewriter_port: int = 50053
-    generator_port: int = 50054
+    # The gRPC port of each stage by name (stage_registry's defaults).
+    stage_ports: dict[str, int] = field(default_factory=default_stage_ports)
     data_dir: Path = Path("data")
     models_dir: Path = Path(".models")
     log_dir: Path = Path(".run/logs")
@@ -69,14 +62,21 @@ class StackConfig:
         """Every port a free loopback one, data and logs under ``work_dir`` (for tests and
         benchmarks that run beside other stacks); ``settings`` are the other fields."""
         ports = {name: free_port() for name in PORT_FIELDS}
-        return cls(**ports, data_dir=work_dir / "data", log_dir=work_dir / "logs", **settings)
+        stage_ports = {name: free_port() for name in STAGES}
+        return cls(
+            **ports,
+            stage_ports=stage_ports,
+            data_dir=work_dir / "data",
+            log_dir=work_dir / "logs",
+            **settings,
+        )
 
     @property
     def base_url(self) -> str:
         return f"http://{self.host}:{self.http_port}"
 
-    def stage_address(self, port: int) -> str:
-        return f"{self.host}:{port}"
+    def stage_address(self, name: str) -> str:
+        return f"{self.host}:{self.stage_ports[name]}"
 
 
 class Stack:
@@ -118,11 +118,11 @@ class Stack:
                     env,
                     ready=lambda: http_ok(f"{self.model_url}/health"),
                 )
-            for name in STAGES:
-                address = self.stage_address(name)
+            for spec in STAGE_SPECS:
+                address = self.stage_address(spec.name)
                 self._spawn(
-                    name,
-                    [python, "-m", f"ragloop.{name}"],
+                    spec.name,
+                    [python, "-m", spec.module],
                     env,
                     ready=lambda a=address: grpc_serving(a, tls=self._tls),
                 )
@@ -139,7 +139,7 @@ class Stack:
             raise
 
     def stage_address(self, name: str) -> str:
-        return self.config.stage_address(getattr(self.config, f"{name}_port"))
+        return self.config.stage_address(name)
 
     def _check_ports(self) -> None:
         c = self.config
@@ -147,10 +147,7 @@ class Stack:
             "RAGLOOP_HTTP_PORT": c.http_port,
             "RAGLOOP_ORCHESTRATOR_GRPC_PORT": c.orchestrator_grpc_port,
             "RAGLOOP_MODEL_PORT": c.model_port,
-            "RAGLOOP_RETRIEVER_PORT": c.retriever_port,
-            "RAGLOOP_GRADER_PORT": c.grader_port,
-            "RAGLOOP_REWRITER_PORT": c.rewriter_port,
-            "RAGLOOP_GENERATOR_PORT": c.generator_port,
+            **{setting_variable(s.port_setting): c.stage_ports[s.name] for s in STAGE_SPECS},
         }
         busy = [f"{port} ({var})" for var, port in ports.items() if not port_is_free(c.host, port)]
         if busy:
@@ -165,16 +162,11 @@ class Stack:
             "RAGLOOP_BIND_HOST": c.host,
             "RAGLOOP_HTTP_PORT": str(c.http_port),
             "RAGLOOP_ORCHESTRATOR_GRPC_PORT": str(c.orchestrator_grpc_port),
-            "RAGLOOP_RETRIEVER_PORT": str(c.retriever_port),
-            "RAGLOOP_GRADER_PORT": str(c.grader_port),
-            "RAGLOOP_REWRITER_PORT": str(c.rewriter_port),
-            "RAGLOOP_GENERATOR_PORT": str(c.generator_port),
-            "RAGLOOP_RETRIEVER_ADDRESS": c.stage_address(c.retriever_port),
-            "RAGLOOP_GRADER_ADDRESS": c.stage_address(c.grader_port),
-            "RAGLOOP_REWRITER_ADDRESS": c.stage_address(c.rewriter_port),
-            "RAGLOOP_GENERATOR_ADDRESS": c.stage_address(c.generator_port),
             "RAGLOOP_LLAMACPP_URL": self.model_url,
         }
+        for spec in STAGE_SPECS:
+            env[setting_variable(spec.port_setting)] = str(c.stage_ports[spec.name])
+            env[setting_variable(spec.address_setting)] = c.stage_address(spec.name)
         # A user's own choice of Milvus or chat model wins over the embedded defaults.
         env.setdefault("RAGLOOP_MILVUS_URI", str((c.data_dir / "milvus.db").resolve()))
         env.setdefault("RAGLOOP_CHAT_MODEL", f"llamacpp:{c.chat_model.name}")

@@ -2,13 +2,17 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from ragloop.core.names import Stage
 from ragloop.core.settings import ChatModelSettings
+from ragloop.core.stage_registry import stage_spec
 from ragloop.generator.leads import DEFAULT_LEAD_YES_THRESHOLD
 from ragloop.generator.stage import AnswerFormat
 
 
 class GeneratorSettings(ChatModelSettings):
-    generator_port: int = Field(50054, ge=0, le=65535, description="gRPC port of the generator.")
+    generator_port: int = Field(
+        stage_spec(Stage.GENERATOR).port, ge=0, le=65535, description="gRPC port of the generator."
+    )
     generator_max_tokens: int = Field(384, ge=16, le=4096, description="Longest answer, in tokens.")
     generator_max_documents: int = Field(20, ge=1, description="Most passages put in one prompt.")
     generator_answer_format: AnswerFormat = Field(

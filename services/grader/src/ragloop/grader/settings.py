@@ -2,13 +2,17 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from ragloop.core.names import Stage
 from ragloop.core.settings import ChatModelSettings
+from ragloop.core.stage_registry import stage_spec
 from ragloop.grader.scores import DEFAULT_RELEVANCE_THRESHOLD
 from ragloop.grader.stage import GradingMode
 
 
 class GraderSettings(ChatModelSettings):
-    grader_port: int = Field(50052, ge=0, le=65535, description="gRPC port of the grader.")
+    grader_port: int = Field(
+        stage_spec(Stage.GRADER).port, ge=0, le=65535, description="gRPC port of the grader."
+    )
     grader_concurrency: int = Field(
         1, ge=1, le=32, description="Model calls at once (match the model server's slots)."
     )

@@ -42,9 +42,7 @@ def create_app(
         stages = make_stages()
         app.state.settings = settings
         app.state.stages = stages
-        app.state.loop = CorrectiveLoop(
-            stages.retriever, stages.grader, stages.rewriter, stages.generator
-        )
+        app.state.loop = CorrectiveLoop(stages)
         gate = app.state.admission
         admission = [AdmissionInterceptor(gate)] if gate else []
         grpc_server = (

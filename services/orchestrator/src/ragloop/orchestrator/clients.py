@@ -45,16 +45,13 @@ from ragloop.core.grpc.ingest_stream import stream_to_proto
 from ragloop.core.grpc.server import MAX_MESSAGE_BYTES
 from ragloop.core.grpc.tls import ClientTls, aio_channel
 from ragloop.core.names import Stage
+from ragloop.core.stage_registry import stage_spec
 from ragloop.orchestrator.breaker import CircuitBreaker, Outcome, Permit, Refusal
 from ragloop.v1 import (
     generator_pb2,
-    generator_pb2_grpc,
     grader_pb2,
-    grader_pb2_grpc,
     retriever_pb2,
-    retriever_pb2_grpc,
     rewriter_pb2,
-    rewriter_pb2_grpc,
 )
 
 R = TypeVar("R")
@@ -121,8 +118,7 @@ class RemoteStage:
     """Common part of the stage clients: deadline, request id, retries of safe calls, circuit
     breaker, error mapping."""
 
-    stage = "stage"
-    stub_class: ClassVar[Callable[[grpc.aio.Channel], Any]]
+    stage: ClassVar[Stage]
 
     def __init__(
         self,
@@ -136,7 +132,7 @@ class RemoteStage:
         self.timeout_s = timeout_s
         self.retry = retry
         self.breaker = breaker
-        self._stub = self.stub_class(channel)
+        self._stub: Any = stage_spec(self.stage).stub(channel)
 
     def _call_options(self, timeout_s: float | None = None) -> dict[str, Any]:
         return {
@@ -236,7 +232,6 @@ class _BreakerCall:
 
 class RemoteRetriever(RemoteStage):
     stage = Stage.RETRIEVER
-    stub_class = retriever_pb2_grpc.RetrieverServiceStub
 
     def __init__(
         self,
@@ -327,7 +322,6 @@ class RemoteRetriever(RemoteStage):
 
 class RemoteGrader(RemoteStage):
     stage = Stage.GRADER
-    stub_class = grader_pb2_grpc.GraderServiceStub
 
     async def grade(self, question: str, documents: list[Document]) -> GradingResult:
         request = grader_pb2.GradeDocumentsRequest(
@@ -338,7 +332,6 @@ class RemoteGrader(RemoteStage):
 
 class RemoteRewriter(RemoteStage):
     stage = Stage.REWRITER
-    stub_class = rewriter_pb2_grpc.RewriterServiceStub
 
     async def rewrite(
         self,
@@ -358,7 +351,6 @@ class RemoteRewriter(RemoteStage):
 
 class RemoteGenerator(RemoteStage):
     stage = Stage.GENERATOR
-    stub_class = generator_pb2_grpc.GeneratorServiceStub
 
     async def generate(
         self, question: str, documents: list[Document], instructions: str = ""

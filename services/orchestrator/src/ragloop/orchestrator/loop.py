@@ -43,7 +43,7 @@ from ragloop.core.errors import (
 )
 from ragloop.core.metrics import init_loop_series, observe_loop
 from ragloop.core.names import LoopNode, Outcome
-from ragloop.core.stages import Generator, Grader, Retriever, Rewriter
+from ragloop.core.stages import LoopStages
 from ragloop.core.text import estimated_tokens, normalize_query
 from ragloop.orchestrator import events
 from ragloop.orchestrator.budget import Budget, reached, seconds_until
@@ -242,13 +242,11 @@ def out_of_time_answer(documents: list[Document]) -> Answer:
 
 
 class CorrectiveLoop:
-    def __init__(
-        self, retriever: Retriever, grader: Grader, rewriter: Rewriter, generator: Generator
-    ) -> None:
-        self.retriever = retriever
-        self.grader = grader
-        self.rewriter = rewriter
-        self.generator = generator
+    def __init__(self, stages: LoopStages) -> None:
+        self.retriever = stages.retriever
+        self.grader = stages.grader
+        self.rewriter = stages.rewriter
+        self.generator = stages.generator
         init_loop_series()
 
     async def run(

@@ -4,6 +4,8 @@ import os
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
+from ragloop.core.names import Stage
+from ragloop.core.stage_registry import stage_spec
 from ragloop.orchestrator.loop import (
     DEFAULT_ANSWER_MIN_CONFIDENCE,
     DEFAULT_GENERATION_CONTEXT_TOKENS,
@@ -58,10 +60,18 @@ class OrchestratorSettings(ReliabilitySettings, RequestPolicy):
         "authorization,content-type,x-request-id",
         description="Request headers cross-origin pages may send, comma-separated.",
     )
-    retriever_address: str = Field("127.0.0.1:50051", description="host:port of the retriever.")
-    grader_address: str = Field("127.0.0.1:50052", description="host:port of the grader.")
-    rewriter_address: str = Field("127.0.0.1:50053", description="host:port of the rewriter.")
-    generator_address: str = Field("127.0.0.1:50054", description="host:port of the generator.")
+    retriever_address: str = Field(
+        f"127.0.0.1:{stage_spec(Stage.RETRIEVER).port}", description="host:port of the retriever."
+    )
+    grader_address: str = Field(
+        f"127.0.0.1:{stage_spec(Stage.GRADER).port}", description="host:port of the grader."
+    )
+    rewriter_address: str = Field(
+        f"127.0.0.1:{stage_spec(Stage.REWRITER).port}", description="host:port of the rewriter."
+    )
+    generator_address: str = Field(
+        f"127.0.0.1:{stage_spec(Stage.GENERATOR).port}", description="host:port of the generator."
+    )
     stage_timeout_s: float = Field(
         180.0, gt=0, description="Longest deadline of one stage call (the budget may set less)."
     )

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import grpc
 
 from ragloop.core.grpc.tls import client_tls
-from ragloop.core.stages import Generator, Grader, Ingestor, Retriever, Rewriter
+from ragloop.core.stages import Ingestor, LoopStages
 from ragloop.orchestrator.breaker import CircuitBreaker
 from ragloop.orchestrator.clients import (
     RemoteGenerator,
@@ -24,12 +24,10 @@ HealthCheck = Callable[[], Awaitable[bool]]
 
 
 @dataclass
-class StageSet:
-    retriever: Retriever
+class StageSet(LoopStages):
+    """The loop's stages, the ingestor, and what tells whether they are ready."""
+
     ingestor: Ingestor
-    grader: Grader
-    rewriter: Rewriter
-    generator: Generator
     health_checks: dict[str, HealthCheck] = field(default_factory=dict)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 

@@ -4,8 +4,9 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from ragloop.core.names import RetrievalMode
+from ragloop.core.names import RetrievalMode, Stage
 from ragloop.core.settings import ModelProviderSettings
+from ragloop.core.stage_registry import stage_spec
 
 MIN_CHUNK_CHARACTERS = 100
 MAX_CHUNK_CHARACTERS = 8000
@@ -13,7 +14,9 @@ MIN_CHUNK_TOKENS = 16
 
 
 class RetrieverSettings(ModelProviderSettings):
-    retriever_port: int = Field(50051, ge=0, le=65535, description="gRPC port of the retriever.")
+    retriever_port: int = Field(
+        stage_spec(Stage.RETRIEVER).port, ge=0, le=65535, description="gRPC port of the retriever."
+    )
     milvus_uri: str = Field(
         "./data/milvus.db",
         description="A path means embedded Milvus Lite; http://host:19530 means a Milvus server.",

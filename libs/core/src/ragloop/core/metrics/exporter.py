@@ -10,17 +10,12 @@ from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import start_http_server
 
-from ragloop.core.names import Stage
+from ragloop.core.stage_registry import STAGE_SPECS
 
 log = logging.getLogger(__name__)
 
 # RAGLOOP_METRICS_PORT=auto gives each stage its own port, so that all of them fit on one host.
-DEFAULT_METRICS_PORTS = {
-    Stage.RETRIEVER: 9101,
-    Stage.GRADER: 9102,
-    Stage.REWRITER: 9103,
-    Stage.GENERATOR: 9104,
-}
+DEFAULT_METRICS_PORTS = {spec.name: spec.metrics_port for spec in STAGE_SPECS}
 
 MetricsPortSetting = int | Literal["auto"]
 

@@ -1,0 +1,56 @@
+"""The table of stages: what each is called, where it listens and how a client reaches it. The
+launcher, the stages' settings, the metrics exporter, the orchestrator's clients and the deployment
+checks read it; adding a stage starts with a row here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ragloop.core.names import Stage
+from ragloop.v1 import (
+    generator_pb2_grpc,
+    grader_pb2_grpc,
+    retriever_pb2_grpc,
+    rewriter_pb2_grpc,
+)
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    name: Stage
+    port: int  # default gRPC port (RAGLOOP_<NAME>_PORT)
+    metrics_port: int  # default /metrics port with RAGLOOP_METRICS_PORT=auto
+    stub: type  # the generated gRPC client stub
+
+    @property
+    def module(self) -> str:
+        """What ``python -m`` serves it with."""
+        return f"ragloop.{self.name}"
+
+    @property
+    def port_setting(self) -> str:
+        """Its settings' port field (environment: RAGLOOP_ + the name in capitals)."""
+        return f"{self.name}_port"
+
+    @property
+    def address_setting(self) -> str:
+        """The orchestrator's setting of where it is (host:port)."""
+        return f"{self.name}_address"
+
+
+STAGE_SPECS = (
+    StageSpec(Stage.RETRIEVER, 50051, 9101, retriever_pb2_grpc.RetrieverServiceStub),
+    StageSpec(Stage.GRADER, 50052, 9102, grader_pb2_grpc.GraderServiceStub),
+    StageSpec(Stage.REWRITER, 50053, 9103, rewriter_pb2_grpc.RewriterServiceStub),
+    StageSpec(Stage.GENERATOR, 50054, 9104, generator_pb2_grpc.GeneratorServiceStub),
+)
+_BY_NAME = {spec.name: spec for spec in STAGE_SPECS}
+
+
+def stage_spec(name: Stage | str) -> StageSpec:
+    return _BY_NAME[Stage(name)]
+
+
+def setting_variable(field: str) -> str:
+    """The environment variable of a settings field: RAGLOOP_ + its name in capitals."""
+    return f"RAGLOOP_{field.upper()}"
