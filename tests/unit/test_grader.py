@@ -60,11 +60,10 @@ async def test_the_cache_key_holds_question_text_model_and_prompt_version() -> N
 
     assert len(model.calls) == 3
     assert grader.cache.hits == 1
-    key = GradeKey.of(QUESTION, doc("d1", "Text one."), model="fake:chat", prompt_version="x")
-    assert (key.model, key.prompt_version, key.document_id) == ("fake:chat", "x", "d1")
-    assert key != GradeKey.of(
-        QUESTION, doc("d1", "Text one."), model="fake:chat", prompt_version=PROMPT_VERSION
-    )
+    key = GradeKey.of(QUESTION, doc("d1", "Text one."), version="fake:chat/x")
+    assert (key.version, key.document_id) == ("fake:chat/x", "d1")
+    assert key != GradeKey.of(QUESTION, doc("d1", "Text one."), version="fake:chat/y")
+    assert grader.judge.version == f"fake:chat/{PROMPT_VERSION}"  # model and prompt
 
 
 async def test_verdicts_without_reasoning_are_not_served_to_a_grader_that_asks_for_it() -> None:
@@ -83,7 +82,7 @@ async def test_verdicts_without_reasoning_are_not_served_to_a_grader_that_asks_f
 
 def test_the_cache_evicts_the_least_recently_used_grade() -> None:
     cache = GradeCache(2)
-    keys = [GradeKey(QUESTION, f"d{i}", "h", "m", "v") for i in range(3)]
+    keys = [GradeKey(QUESTION, f"d{i}", "h", "m/v") for i in range(3)]
     for key in keys[:2]:
         cache.put(key, Grade(key.document_id, True, 1.0, ""))
     assert cache.get(keys[0]) is not None  # d0 is now the most recent

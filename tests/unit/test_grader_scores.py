@@ -12,7 +12,7 @@ from ragloop.core.models.chat import first_token_logprobs
 from ragloop.grader.cache import GradeCache
 from ragloop.grader.prompts import score_messages
 from ragloop.grader.scores import relevance_score
-from ragloop.grader.stage import GradingMode, ModelGrader
+from ragloop.grader.stage import ModelGrader
 from tests.unit.fakes import ScriptedChatModel, doc
 
 QUESTION = "Which process owns the Milvus Lite data directory?"
@@ -148,6 +148,6 @@ async def test_a_scored_grade_is_cached_per_threshold() -> None:
 
 
 def test_scored_is_the_default_mode_and_the_threshold_is_a_probability() -> None:
-    assert ModelGrader(ScriptedChatModel([]))._mode is GradingMode.SCORED
+    assert ModelGrader(ScriptedChatModel([])).judge.version.endswith("@0.5")  # scored, at 0.5
     with pytest.raises(ValueError, match="relevance_threshold"):
         ModelGrader(ScriptedChatModel([]), relevance_threshold=1.5)

@@ -76,6 +76,9 @@ class RetrievalResult:
 class GradingResult:
     grades: list[Grade]
     usage: ModelUsage = field(default_factory=ModelUsage)
+    # Ids of documents whose grade stands in for a verdict that could not be had (a reply that
+    # did not parse): not to be reused, e.g. by a cache. Never crosses gRPC.
+    provisional: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

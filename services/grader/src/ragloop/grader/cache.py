@@ -14,18 +14,18 @@ from ragloop.core.metrics import count_cache_lookup
 @dataclass(frozen=True)
 class GradeKey:
     """What a verdict depends on. The text digest guards against an id whose source was
-    re-ingested with different text; the model and prompt version against a changed grader."""
+    re-ingested with different text; the grader's version (its model, prompt and threshold)
+    against a changed grader."""
 
     question: str
     document_id: str
     text_digest: str
-    model: str
-    prompt_version: str
+    version: str
 
     @classmethod
-    def of(cls, question: str, doc: Document, *, model: str, prompt_version: str) -> GradeKey:
+    def of(cls, question: str, doc: Document, *, version: str) -> GradeKey:
         digest = hashlib.blake2b(doc.text.encode(), digest_size=12).hexdigest()
-        return cls(" ".join(question.split()), doc.id, digest, model, prompt_version)
+        return cls(" ".join(question.split()), doc.id, digest, version)
 
 
 class GradeCache:
