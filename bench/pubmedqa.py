@@ -18,7 +18,7 @@ from bench.common import seeded_prefix
 from bench.stages import Tally
 from ragloop.core.domain import Answer, Document, ModelUsage, SourceDocument
 from ragloop.core.stages import Generator
-from ragloop.orchestrator.loop import CorrectiveLoop, LoopPolicy, StageFailure
+from ragloop.orchestrator.loop.corrective import CorrectiveLoop, LoopPolicy, StageFailure
 
 DECISIONS = ("yes", "no", "maybe")
 # The generator's instructions for the answer (a request's answer_instructions): retrieval,

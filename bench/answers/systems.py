@@ -28,8 +28,8 @@ from bench.comparison.systems import HTTP_TIMEOUT_S, OWN_PROCESS, LangGraphBasel
 from bench.comparison.workload import WorkItem
 from ragloop.core.domain import ModelUsage
 from ragloop.core.stages import Generator, Retriever
-from ragloop.orchestrator.events import retrieve_details
-from ragloop.orchestrator.loop import LoopPolicy
+from ragloop.orchestrator.loop.corrective import LoopPolicy
+from ragloop.orchestrator.loop.events import retrieve_details
 
 log = logging.getLogger(__name__)
 

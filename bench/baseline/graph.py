@@ -29,7 +29,7 @@ from bench.baseline.chat import BaselineChat, GradeVerdict, usage_of
 from bench.baseline.prompts import generate_messages, grade_messages, rewrite_messages
 from ragloop.core.domain import Document, ModelUsage
 from ragloop.core.stages import Retriever
-from ragloop.orchestrator.loop import LoopPolicy
+from ragloop.orchestrator.loop.corrective import LoopPolicy
 
 NODES = ("retrieve", "grade", "rewrite", "generate")
 

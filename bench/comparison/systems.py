@@ -29,8 +29,8 @@ from bench.comparison.ragloop_http import stream_query
 from bench.comparison.runs import Answered
 from bench.comparison.workload import WorkItem
 from ragloop.core.domain import ModelUsage
-from ragloop.orchestrator.events import LoopEvent
-from ragloop.orchestrator.loop import CorrectiveLoop, LoopPolicy
+from ragloop.orchestrator.loop.corrective import CorrectiveLoop, LoopPolicy
+from ragloop.orchestrator.loop.events import LoopEvent
 
 RAGLOOP, RAGLOOP_INPROCESS, BASELINE = "ragloop", "ragloop_inprocess", "baseline"
 SYSTEMS = (RAGLOOP, RAGLOOP_INPROCESS, BASELINE)

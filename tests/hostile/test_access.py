@@ -20,7 +20,7 @@ from pydantic import SecretStr
 from starlette.routing import Mount
 
 from ragloop.local.processes import free_port
-from ragloop.orchestrator.api import create_app
+from ragloop.orchestrator.rest.app import create_app
 from ragloop.v1 import rag_pb2, rag_pb2_grpc
 from tests.hostile.stacks import client_of, stages_down_settings
 from tests.service.retriever_helpers import retrieval_stages

@@ -16,8 +16,8 @@ import pytest
 from ragloop.generator.__main__ import build_spec as generator_spec
 from ragloop.generator.settings import GeneratorSettings
 from ragloop.grader.stage import INJECTION_NOTE, ModelGrader
-from ragloop.orchestrator.api import create_app
-from ragloop.orchestrator.stages import StageSet
+from ragloop.orchestrator.rest.app import create_app
+from ragloop.orchestrator.stages.remote import StageSet
 from ragloop.retriever.__main__ import build_retriever
 from ragloop.retriever.settings import RetrieverSettings
 from ragloop.v1 import common_pb2, generator_pb2, generator_pb2_grpc

@@ -19,7 +19,7 @@ from ragloop.core.grpc.server import ServiceSpec, start_server
 from ragloop.core.metrics import observe_model_call
 from ragloop.core.metrics.exporter import serve_metrics
 from ragloop.local.processes import free_port
-from ragloop.orchestrator.metrics_http import install_rest_metrics
+from ragloop.orchestrator.rest.metrics import install_rest_metrics
 from tests.service.grpc_helpers import reflected_services
 from tests.service.http_helpers import serving_http
 

@@ -16,9 +16,9 @@ import pytest
 from ragloop.core.domain import Document, GradingResult
 from ragloop.core.grpc.server import start_server
 from ragloop.core.stages import LoopStages
-from ragloop.orchestrator.admission import AdmissionGate, AdmissionInterceptor
-from ragloop.orchestrator.grpc_api import rag_service_spec
-from ragloop.orchestrator.loop import CorrectiveLoop
+from ragloop.orchestrator.access.admission import AdmissionGate, AdmissionInterceptor
+from ragloop.orchestrator.loop.corrective import CorrectiveLoop
+from ragloop.orchestrator.rpc.service import rag_service_spec
 from ragloop.orchestrator.settings import OrchestratorSettings
 from ragloop.v1 import rag_pb2, rag_pb2_grpc
 from tests.service.loop_stack_helpers import (

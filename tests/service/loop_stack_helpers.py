@@ -15,7 +15,7 @@ from ragloop.core.grpc.server import ServiceSpec
 from ragloop.generator.servicer import GeneratorServicer
 from ragloop.grader.servicer import GraderServicer
 from ragloop.local.processes import free_port
-from ragloop.orchestrator.api import create_app
+from ragloop.orchestrator.rest.app import create_app
 from ragloop.orchestrator.settings import OrchestratorSettings
 from ragloop.retriever.servicer import RetrieverServicer
 from ragloop.rewriter.servicer import RewriterServicer

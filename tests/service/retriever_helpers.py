@@ -10,7 +10,7 @@ import grpc
 import pytest
 
 from ragloop.core.grpc.convert import struct_from_dict
-from ragloop.orchestrator.stages import StageSet
+from ragloop.orchestrator.stages.remote import StageSet
 from ragloop.retriever.__main__ import build_retriever, build_spec
 from ragloop.retriever.settings import RetrieverSettings
 from ragloop.v1 import retriever_pb2, retriever_pb2_grpc

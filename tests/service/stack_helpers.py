@@ -13,7 +13,7 @@ from ragloop.generator.settings import GeneratorSettings
 from ragloop.grader.__main__ import build_spec as grader_spec
 from ragloop.grader.settings import GraderSettings
 from ragloop.local.processes import free_port
-from ragloop.orchestrator.api import create_app
+from ragloop.orchestrator.rest.app import create_app
 from ragloop.orchestrator.settings import OrchestratorSettings
 from ragloop.retriever.__main__ import build_spec as retriever_spec
 from ragloop.retriever.settings import RetrieverSettings

@@ -22,7 +22,7 @@ from ragloop.generator.citations import plain_text
 from ragloop.generator.prompts import INSTRUCTIONS_LABEL
 from ragloop.generator.settings import GeneratorSettings
 from ragloop.local.processes import free_port
-from ragloop.orchestrator.clients import RemoteGenerator
+from ragloop.orchestrator.stages.clients import RemoteGenerator
 from ragloop.v1 import generator_pb2, generator_pb2_grpc
 from tests.service.grpc_helpers import serving
 from tests.service.test_model_stage_services import (  # noqa: F401  (a fixture)

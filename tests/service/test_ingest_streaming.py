@@ -17,7 +17,7 @@ from pymilvus import MilvusClient, MilvusException
 from ragloop.core.grpc.convert import struct_from_dict
 from ragloop.core.grpc.server import start_server
 from ragloop.core.models.embeddings import OnnxMiniLMEmbedder
-from ragloop.orchestrator.api import create_app
+from ragloop.orchestrator.rest.app import create_app
 from ragloop.orchestrator.settings import OrchestratorSettings
 from ragloop.retriever.__main__ import build_spec
 from ragloop.retriever.chunking import chunk_text

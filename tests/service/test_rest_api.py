@@ -13,9 +13,9 @@ from ragloop.core.models.chat import LlamaCppChatModel
 from ragloop.generator.stage import ModelGenerator
 from ragloop.grader.stage import ModelGrader
 from ragloop.local.processes import free_port
-from ragloop.orchestrator.api import create_app
+from ragloop.orchestrator.rest.app import create_app
 from ragloop.orchestrator.settings import OrchestratorSettings
-from ragloop.orchestrator.stages import StageSet, remote_stages
+from ragloop.orchestrator.stages.remote import StageSet, remote_stages
 from ragloop.retriever.__main__ import build_retriever
 from ragloop.retriever.settings import RetrieverSettings
 from ragloop.rewriter.stage import ModelRewriter

@@ -18,9 +18,9 @@ from fastapi.responses import StreamingResponse
 from pydantic import SecretStr
 
 from ragloop.local.processes import free_port
-from ragloop.orchestrator.api import create_app
+from ragloop.orchestrator.rest.app import create_app
 from ragloop.orchestrator.settings import OrchestratorSettings
-from ragloop.orchestrator.stages import StageSet
+from ragloop.orchestrator.stages.remote import StageSet
 from tests.service.http_helpers import serving_http
 from tests.service.retriever_helpers import retrieval_stages
 

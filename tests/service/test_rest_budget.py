@@ -15,7 +15,7 @@ from fastapi import FastAPI
 
 from ragloop.core.errors import InvalidInput
 from ragloop.core.logging import RequestIdFilter
-from ragloop.orchestrator.request_ids import RequestIdMiddleware
+from ragloop.orchestrator.rest.request_ids import RequestIdMiddleware
 from tests.service.http_helpers import serving_http
 from tests.service.loop_stack_helpers import (
     RequestIdsSeen,

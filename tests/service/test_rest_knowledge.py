@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ragloop.orchestrator.api import create_app
+from ragloop.orchestrator.rest.app import create_app
 from ragloop.orchestrator.settings import OrchestratorSettings
 from tests.service.http_helpers import serving_http
 from tests.service.retriever_helpers import retrieval_stages

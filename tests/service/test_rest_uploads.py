@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ragloop.orchestrator import uploads
-from ragloop.orchestrator.api import create_app
+from ragloop.orchestrator.rest import uploads
+from ragloop.orchestrator.rest.app import create_app
 from ragloop.orchestrator.settings import OrchestratorSettings
 from tests.sample_files import minimal_pdf
 from tests.service.http_helpers import serving_http

@@ -9,7 +9,7 @@ import pytest
 
 from ragloop.core.domain import DeletedSource, SourceDocument
 from ragloop.core.errors import InvalidInput, NotFound
-from ragloop.orchestrator.clients import RemoteRetriever
+from ragloop.orchestrator.stages.clients import RemoteRetriever
 from ragloop.retriever.__main__ import build_spec
 from ragloop.retriever.settings import RetrieverSettings
 from tests.service.grpc_helpers import serving

@@ -22,8 +22,8 @@ from ragloop.core.domain import (
     RewriteAttempt,
 )
 from ragloop.core.models.chat import ChatMessage, ChatReply, TokenReply
-from ragloop.orchestrator.events import LoopEvent
-from ragloop.orchestrator.loop import LoopPolicy
+from ragloop.orchestrator.loop.corrective import LoopPolicy
+from ragloop.orchestrator.loop.events import LoopEvent
 
 
 def doc(doc_id: str, text: str | None = None, *, source: str = "", score: float = 0.5) -> Document:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragloop.orchestrator.admission import MAX_RETRY_AFTER_S, AdmissionGate
+from ragloop.orchestrator.access.admission import MAX_RETRY_AFTER_S, AdmissionGate
 
 
 class Clock:

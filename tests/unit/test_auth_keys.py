@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from ragloop.orchestrator.api import create_app
-from ragloop.orchestrator.auth import (
+from ragloop.orchestrator.access.auth import (
     ApiKey,
     ApiKeyError,
     ApiKeys,
@@ -25,6 +24,7 @@ from ragloop.orchestrator.auth import (
     public_paths,
     route_path,
 )
+from ragloop.orchestrator.rest.app import create_app
 from ragloop.orchestrator.settings import OrchestratorSettings
 
 ALPHA, BRAVO, CHARLIE = "alpha-key-0001", "bravo.key_0002", "charlie~key+0003/=="
@@ -153,7 +153,7 @@ def test_an_unusable_change_keeps_the_previous_keys_and_warns_once(
     key_file = KeyFile(path)
 
     write_atomically(path, f"{BRAVO}\nnot a key\n")
-    with caplog.at_level(logging.WARNING, logger="ragloop.orchestrator.auth"):
+    with caplog.at_level(logging.WARNING, logger="ragloop.orchestrator.access.auth"):
         for _ in range(3):
             assert [k.fingerprint for k in key_file.current()] == [fingerprint(ALPHA)]
     assert len(caplog.records) == 1
@@ -190,7 +190,7 @@ def test_keys_are_off_only_without_keys_and_without_a_key_file(tmp_path: Path) -
 def test_keys_are_never_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "keys.txt"
     path.write_text(f"{BRAVO}\n")
-    with caplog.at_level(logging.DEBUG, logger="ragloop.orchestrator.auth"):
+    with caplog.at_level(logging.DEBUG, logger="ragloop.orchestrator.access.auth"):
         keys = ApiKeys.from_settings(
             OrchestratorSettings(api_keys=SecretStr(ALPHA), api_keys_file=str(path))
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragloop.orchestrator.ratelimit import RateLimiter, caller_of, retry_after_header
+from ragloop.orchestrator.rest.ratelimit import RateLimiter, caller_of, retry_after_header
 
 
 class Clock:

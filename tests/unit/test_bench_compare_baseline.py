@@ -14,7 +14,7 @@ from bench.baseline import BaselineRag, openai_chat, route_after_grading
 from bench.baseline.graph import merge_relevant
 from bench.baseline.prompts import GENERATOR_SYSTEM, REWRITER_SYSTEM
 from ragloop.core.domain import Document
-from ragloop.orchestrator.loop import LoopPolicy
+from ragloop.orchestrator.loop.corrective import LoopPolicy
 from tests.unit.fakes import ScriptedRetriever, doc
 
 

@@ -17,9 +17,9 @@ from bench.comparison.runs import Answered
 from bench.comparison.workload import WorkItem
 from ragloop.core.domain import ModelUsage
 from ragloop.core.stages import LoopStages
-from ragloop.orchestrator.loop import CorrectiveLoop, LoopPolicy
-from ragloop.orchestrator.response import query_response_body
-from ragloop.orchestrator.sse import encode, event_data
+from ragloop.orchestrator.loop.corrective import CorrectiveLoop, LoopPolicy
+from ragloop.orchestrator.rest.response import query_response_body
+from ragloop.orchestrator.rest.sse import encode, event_data
 from tests.unit.fakes import (
     DictGrader,
     EchoGenerator,

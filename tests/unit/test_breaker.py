@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragloop.orchestrator.breaker import CircuitBreaker, Outcome, Permit, Refusal, State
+from ragloop.orchestrator.stages.breaker import CircuitBreaker, Outcome, Permit, Refusal, State
 
 
 class Clock:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ragloop.cli.files import SUPPORTED_SUFFIXES, plan_ingest, source_name
-from ragloop.orchestrator.uploads import READERS
+from ragloop.orchestrator.rest.uploads import READERS
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from ragloop.core.errors import (
 from ragloop.core.stages import Generator, Grader, LoopStages, Retriever, Rewriter
 from ragloop.core.text import CHARS_PER_TOKEN
 from ragloop.generator.stage import AnswerFormat, ModelGenerator
-from ragloop.orchestrator.loop import (
+from ragloop.orchestrator.loop.corrective import (
     CorrectiveLoop,
     LoopPolicy,
     LoopResult,
@@ -37,9 +37,9 @@ from ragloop.orchestrator.loop import (
     best_passed_documents,
     within_token_budget,
 )
-from ragloop.orchestrator.policy import resolve_policy
-from ragloop.orchestrator.response import build_query_response
-from ragloop.orchestrator.schemas import QueryRequest
+from ragloop.orchestrator.rest.policy import resolve_policy
+from ragloop.orchestrator.rest.response import build_query_response
+from ragloop.orchestrator.rest.schemas import QueryRequest
 from ragloop.orchestrator.settings import OrchestratorSettings
 from tests.unit.fakes import (
     DictGrader,

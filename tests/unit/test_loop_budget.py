@@ -12,9 +12,9 @@ from ragloop.core import context
 from ragloop.core.domain import Answer, Document, RetrievalResult
 from ragloop.core.errors import DependencyTimeout
 from ragloop.core.stages import LoopStages
-from ragloop.orchestrator.budget import Budget
-from ragloop.orchestrator.events import AnswerToken, NodeFinished
-from ragloop.orchestrator.loop import CorrectiveLoop, Outcome, StageFailure
+from ragloop.orchestrator.loop.budget import Budget
+from ragloop.orchestrator.loop.corrective import CorrectiveLoop, Outcome, StageFailure
+from ragloop.orchestrator.loop.events import AnswerToken, NodeFinished
 from tests.unit.fakes import (
     BlockingDictGrader,
     DictGrader,

@@ -12,10 +12,10 @@ import pytest
 from ragloop.core.domain import RetrievalResult
 from ragloop.core.errors import DependencyUnavailable
 from ragloop.core.stages import LoopStages
-from ragloop.orchestrator import sse
-from ragloop.orchestrator.events import AnswerToken, NodeFinished, NodeStarted
-from ragloop.orchestrator.loop import CorrectiveLoop, LoopResult, StageFailure
-from ragloop.orchestrator.response import query_response_body
+from ragloop.orchestrator.loop.corrective import CorrectiveLoop, LoopResult, StageFailure
+from ragloop.orchestrator.loop.events import AnswerToken, NodeFinished, NodeStarted
+from ragloop.orchestrator.rest import sse
+from ragloop.orchestrator.rest.response import query_response_body
 from tests.sse_events import KEEP_ALIVE, answer_text, parse_events
 from tests.unit.fakes import (
     DictGrader,

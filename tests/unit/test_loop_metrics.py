@@ -9,7 +9,7 @@ from prometheus_client import REGISTRY
 from ragloop.core.errors import DependencyUnavailable
 from ragloop.core.metrics.catalog import LOOP_OUTCOMES
 from ragloop.core.stages import LoopStages
-from ragloop.orchestrator.loop import CorrectiveLoop, LoopPolicy, StageFailure
+from ragloop.orchestrator.loop.corrective import CorrectiveLoop, LoopPolicy, StageFailure
 from tests.unit.fakes import (
     DictGrader,
     EchoGenerator,

@@ -6,8 +6,8 @@ import pytest
 
 from ragloop.cli.render import OUTCOMES
 from ragloop.core.metrics.catalog import LOOP_OUTCOMES
-from ragloop.orchestrator.loop import Outcome
-from ragloop.orchestrator.rag_proto import _OUTCOMES
+from ragloop.orchestrator.loop.corrective import Outcome
+from ragloop.orchestrator.rpc.messages import _OUTCOMES
 from ragloop.v1 import rag_pb2
 
 

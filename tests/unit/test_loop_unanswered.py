@@ -7,8 +7,8 @@ from collections.abc import AsyncGenerator
 
 from ragloop.core.domain import Answer, AnswerDelta, Citation, Document
 from ragloop.core.stages import LoopStages
-from ragloop.orchestrator.events import AnswerToken, NodeFinished
-from ragloop.orchestrator.loop import CorrectiveLoop, LoopPolicy, Outcome
+from ragloop.orchestrator.loop.corrective import CorrectiveLoop, LoopPolicy, Outcome
+from ragloop.orchestrator.loop.events import AnswerToken, NodeFinished
 from tests.unit.fakes import DictGrader, EventRecorder, ScriptedRetriever, ScriptedRewriter, doc
 
 QUESTION = "Who founded the company that built the engine, and when?"

@@ -28,7 +28,7 @@ from ragloop.core.metrics import (
     observe_retrieval,
 )
 from ragloop.core.metrics.exporter import DEFAULT_METRICS_PORTS, metrics_port_for
-from ragloop.orchestrator.metrics_http import method_label, route_template
+from ragloop.orchestrator.rest.metrics import method_label, route_template
 
 
 def sample(name: str, **labels: str) -> float | None:

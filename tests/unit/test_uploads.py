@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragloop.core.errors import InvalidInput
-from ragloop.orchestrator.uploads import UnsupportedFileType, extract_text, html_to_text
+from ragloop.orchestrator.rest.uploads import UnsupportedFileType, extract_text, html_to_text
 from tests.sample_files import minimal_pdf
 
 

@@ -12,7 +12,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# The orchestrator's readers (ragloop.orchestrator.uploads.READERS); a unit test keeps them equal.
+# The orchestrator's readers (ragloop.orchestrator.rest.uploads.READERS); a unit test keeps
+# them equal.
 SUPPORTED_SUFFIXES = frozenset({".txt", ".md", ".markdown", ".html", ".htm", ".pdf"})
 CONTENT_TYPES = {
     ".txt": "text/plain",

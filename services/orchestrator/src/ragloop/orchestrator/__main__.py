@@ -6,7 +6,7 @@ from __future__ import annotations
 import uvicorn
 
 from ragloop.core.logging import configure_logging
-from ragloop.orchestrator.api import create_app
+from ragloop.orchestrator.rest.app import create_app
 from ragloop.orchestrator.settings import OrchestratorSettings
 
 

@@ -6,15 +6,15 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 
 from ragloop.core.names import Stage
 from ragloop.core.stage_registry import stage_spec
-from ragloop.orchestrator.loop import (
+from ragloop.orchestrator.loop.corrective import (
     DEFAULT_ANSWER_MIN_CONFIDENCE,
     DEFAULT_GENERATION_CONTEXT_TOKENS,
     DEFAULT_GENERATION_RESERVE_S,
     DEFAULT_MAX_GENERATION_DOCUMENTS,
 )
+from ragloop.orchestrator.loop.request_policy import RequestPolicy
+from ragloop.orchestrator.loop.thresholds import check_schedule
 from ragloop.orchestrator.reliability_settings import ReliabilitySettings
-from ragloop.orchestrator.request_policy import RequestPolicy
-from ragloop.orchestrator.thresholds import check_schedule
 
 
 # retries, breaker, admission, stage TLS; and the defaults of what a query may choose
@@ -27,7 +27,8 @@ class OrchestratorSettings(ReliabilitySettings, RequestPolicy):
         description="gRPC port of the orchestrator's RagService (Query, QueryStream), with health "
         "and reflection (0: off).",
     )
-    # Who may call the REST API: auth.py, ratelimit.py and cors.py, installed by security.py.
+    # Who may call the REST API: access/auth.py, rest/ratelimit.py and rest/cors.py, installed by
+    # rest/security.py.
     api_keys: SecretStr = Field(
         SecretStr(""),
         description="API keys, comma-separated: with keys here or in `RAGLOOP_API_KEYS_FILE`, "

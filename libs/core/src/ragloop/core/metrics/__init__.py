@@ -4,7 +4,7 @@
 the services call and the series each process creates up front; ``exporter`` serves a stage's
 ``/metrics``. The gRPC interceptors are ``ragloop.core.grpc.server_metrics`` (installed on every
 stage server) and ``ragloop.core.grpc.client_metrics`` (for the orchestrator's channels); the
-orchestrator's REST middleware is ``ragloop.orchestrator.metrics_http``.
+orchestrator's REST middleware is ``ragloop.orchestrator.rest.metrics``.
 """
 
 from ragloop.core.metrics.record import (

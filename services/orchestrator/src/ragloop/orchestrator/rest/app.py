@@ -9,18 +9,18 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from ragloop.orchestrator.admission import AdmissionInterceptor, install_admission
-from ragloop.orchestrator.grpc_api import start_rag_server
-from ragloop.orchestrator.ingest_api import ingest_router
-from ragloop.orchestrator.knowledge_api import knowledge_router
-from ragloop.orchestrator.loop import CorrectiveLoop
-from ragloop.orchestrator.metrics_http import install_rest_metrics
-from ragloop.orchestrator.page import install_page
-from ragloop.orchestrator.query_api import query_router
-from ragloop.orchestrator.request_ids import RequestIdMiddleware
-from ragloop.orchestrator.security import install_security
+from ragloop.orchestrator.access.admission import AdmissionInterceptor, install_admission
+from ragloop.orchestrator.loop.corrective import CorrectiveLoop
+from ragloop.orchestrator.rest.ingest import ingest_router
+from ragloop.orchestrator.rest.knowledge import knowledge_router
+from ragloop.orchestrator.rest.metrics import install_rest_metrics
+from ragloop.orchestrator.rest.page import install_page
+from ragloop.orchestrator.rest.query import query_router
+from ragloop.orchestrator.rest.request_ids import RequestIdMiddleware
+from ragloop.orchestrator.rest.security import install_security
+from ragloop.orchestrator.rpc.service import start_rag_server
 from ragloop.orchestrator.settings import OrchestratorSettings
-from ragloop.orchestrator.stages import StageSet, remote_stages
+from ragloop.orchestrator.stages.remote import StageSet, remote_stages
 
 log = logging.getLogger(__name__)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ragloop.core.domain import GradingResult, RetrievalResult
-from ragloop.orchestrator.events import usage_details
-from ragloop.orchestrator.loop import LoopResult, Outcome, Round
-from ragloop.orchestrator.schemas import (
+from ragloop.orchestrator.loop.corrective import LoopResult, Outcome, Round
+from ragloop.orchestrator.loop.events import usage_details
+from ragloop.orchestrator.rest.schemas import (
     CitationOut,
     DocumentOut,
     GradeOut,

@@ -10,15 +10,15 @@ import grpc
 
 from ragloop.core.grpc.tls import client_tls
 from ragloop.core.stages import Ingestor, LoopStages
-from ragloop.orchestrator.breaker import CircuitBreaker
-from ragloop.orchestrator.clients import (
+from ragloop.orchestrator.settings import OrchestratorSettings
+from ragloop.orchestrator.stages.breaker import CircuitBreaker
+from ragloop.orchestrator.stages.clients import (
     RemoteGenerator,
     RemoteGrader,
     RemoteRetriever,
     RemoteRewriter,
     open_channel,
 )
-from ragloop.orchestrator.settings import OrchestratorSettings
 
 HealthCheck = Callable[[], Awaitable[bool]]
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ragloop.orchestrator.loop import LoopPolicy
-from ragloop.orchestrator.request_policy import RequestPolicy
-from ragloop.orchestrator.schemas import QueryRequest
+from ragloop.orchestrator.loop.corrective import LoopPolicy
+from ragloop.orchestrator.loop.request_policy import RequestPolicy
+from ragloop.orchestrator.rest.schemas import QueryRequest
 from ragloop.orchestrator.settings import OrchestratorSettings
 
 

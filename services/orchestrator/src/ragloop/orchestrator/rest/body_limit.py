@@ -11,7 +11,7 @@ import logging
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ragloop.orchestrator.auth import refusal
+from ragloop.orchestrator.access.auth import refusal
 from ragloop.orchestrator.settings import OrchestratorSettings
 
 log = logging.getLogger(__name__)

@@ -14,10 +14,10 @@ from ragloop.core.errors import InvalidInput
 from ragloop.core.grpc import convert
 from ragloop.core.grpc.convert import proto_values
 from ragloop.core.names import LoopNode, Outcome
-from ragloop.orchestrator import events
-from ragloop.orchestrator.loop import LoopResult
-from ragloop.orchestrator.response import build_query_response
-from ragloop.orchestrator.schemas import NodeExecutionOut, QueryRequest, QueryResponse
+from ragloop.orchestrator.loop import events
+from ragloop.orchestrator.loop.corrective import LoopResult
+from ragloop.orchestrator.rest.response import build_query_response
+from ragloop.orchestrator.rest.schemas import NodeExecutionOut, QueryRequest, QueryResponse
 from ragloop.v1 import common_pb2, generator_pb2, rag_pb2
 
 # Fields of QueryRequest that proto3 gives presence to (`optional` scalars): unset means the

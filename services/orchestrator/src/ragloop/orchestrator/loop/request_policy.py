@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
-from ragloop.orchestrator.thresholds import MAX_REWRITE_ATTEMPTS
+from ragloop.orchestrator.loop.thresholds import MAX_REWRITE_ATTEMPTS
 
 # A round passes when at least this share of its passages passed grading: with a grader that
 # passes only passages holding the answer, one of the default five (docs/decisions/).

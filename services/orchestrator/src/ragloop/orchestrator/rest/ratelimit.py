@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ragloop.orchestrator.auth import CALLER, is_public, refusal, route_path
+from ragloop.orchestrator.access.auth import CALLER, is_public, refusal, route_path
 
 log = logging.getLogger(__name__)
 

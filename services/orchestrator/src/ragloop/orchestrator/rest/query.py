@@ -16,13 +16,14 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel
 
-from ragloop.orchestrator.events import EventSink
-from ragloop.orchestrator.http_errors import BODY_RESPONSES, ERROR_RESPONSES, failure_response
-from ragloop.orchestrator.loop import CorrectiveLoop, LoopResult, StageFailure
-from ragloop.orchestrator.policy import resolve_policy
-from ragloop.orchestrator.response import query_response_body
-from ragloop.orchestrator.routes import ApiRoute
-from ragloop.orchestrator.schemas import (
+from ragloop.orchestrator.access.tenants import in_callers_tenant
+from ragloop.orchestrator.loop.corrective import CorrectiveLoop, LoopResult, StageFailure
+from ragloop.orchestrator.loop.events import EventSink
+from ragloop.orchestrator.rest.errors import BODY_RESPONSES, ERROR_RESPONSES, failure_response
+from ragloop.orchestrator.rest.policy import resolve_policy
+from ragloop.orchestrator.rest.response import query_response_body
+from ragloop.orchestrator.rest.routes import ApiRoute
+from ragloop.orchestrator.rest.schemas import (
     NodeFinishedEvent,
     NodeStartedEvent,
     QueryRequest,
@@ -31,9 +32,8 @@ from ragloop.orchestrator.schemas import (
     TokenEvent,
     inline_schema,
 )
+from ragloop.orchestrator.rest.sse import MEDIA_TYPE, query_events
 from ragloop.orchestrator.settings import OrchestratorSettings
-from ragloop.orchestrator.sse import MEDIA_TYPE, query_events
-from ragloop.orchestrator.tenants import in_callers_tenant
 
 log = logging.getLogger(__name__)
 

@@ -7,8 +7,8 @@ from fastapi.responses import JSONResponse
 from ragloop.core import context
 from ragloop.core.errors import RagloopError
 from ragloop.core.names import Stage
-from ragloop.orchestrator.loop import StageFailure, Trace, classify_error
-from ragloop.orchestrator.schemas import ErrorDetail, ErrorResponse, ValidationErrorResponse
+from ragloop.orchestrator.loop.corrective import StageFailure, Trace, classify_error
+from ragloop.orchestrator.rest.schemas import ErrorDetail, ErrorResponse, ValidationErrorResponse
 
 STATUS_OF_FAILURE = {
     "invalid": 422,

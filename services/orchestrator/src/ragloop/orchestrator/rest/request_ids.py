@@ -11,7 +11,7 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragloop.core import context
-from ragloop.orchestrator.http_errors import error_response, unexpected_error
+from ragloop.orchestrator.rest.errors import error_response, unexpected_error
 
 log = logging.getLogger(__name__)
 

@@ -45,17 +45,17 @@ from ragloop.core.metrics import init_loop_series, observe_loop
 from ragloop.core.names import LoopNode, Outcome
 from ragloop.core.stages import LoopStages
 from ragloop.core.text import estimated_tokens, normalize_query
-from ragloop.orchestrator import events
-from ragloop.orchestrator.budget import Budget, reached, seconds_until
-from ragloop.orchestrator.events import (
+from ragloop.orchestrator.loop import events
+from ragloop.orchestrator.loop.budget import Budget, reached, seconds_until
+from ragloop.orchestrator.loop.events import (
     AnswerToken,
     EventSink,
     LoopEvent,
     NodeFinished,
     NodeStarted,
 )
-from ragloop.orchestrator.request_policy import REQUEST_DEFAULTS
-from ragloop.orchestrator.thresholds import threshold_of_round
+from ragloop.orchestrator.loop.request_policy import REQUEST_DEFAULTS
+from ragloop.orchestrator.loop.thresholds import threshold_of_round
 
 T = TypeVar("T")
 

@@ -32,8 +32,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ragloop.core import context
 from ragloop.core.validation import TENANT_PATTERN
-from ragloop.orchestrator.http_errors import error_response
-from ragloop.orchestrator.schemas import ErrorDetail
+from ragloop.orchestrator.rest.errors import error_response
+from ragloop.orchestrator.rest.schemas import ErrorDetail
 from ragloop.orchestrator.settings import OrchestratorSettings
 
 log = logging.getLogger(__name__)

@@ -28,15 +28,16 @@ from ragloop.core import context
 from ragloop.core.domain import SourceDocument, StreamedDocument, one_by_one
 from ragloop.core.errors import InvalidInput, RagloopError
 from ragloop.core.names import Stage
-from ragloop.orchestrator.http_errors import (
+from ragloop.orchestrator.access.tenants import bound_tenant, tenant_for
+from ragloop.orchestrator.rest.errors import (
     BODY_RESPONSES,
     ERROR_RESPONSES,
     error_response,
     failure_response,
     invalid_input,
 )
-from ragloop.orchestrator.routes import ApiRoute
-from ragloop.orchestrator.schemas import (
+from ragloop.orchestrator.rest.routes import ApiRoute
+from ragloop.orchestrator.rest.schemas import (
     ErrorDetail,
     ErrorResponse,
     IngestedSourceOut,
@@ -45,9 +46,8 @@ from ragloop.orchestrator.schemas import (
     UploadOptions,
     inline_schema,
 )
+from ragloop.orchestrator.rest.uploads import READERS, UnsupportedFileType, extract
 from ragloop.orchestrator.settings import OrchestratorSettings
-from ragloop.orchestrator.tenants import bound_tenant, tenant_for
-from ragloop.orchestrator.uploads import READERS, UnsupportedFileType, extract
 
 ingest_router = APIRouter(route_class=ApiRoute)
 

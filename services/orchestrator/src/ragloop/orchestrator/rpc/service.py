@@ -1,5 +1,5 @@
 """RagService: the orchestrator's gRPC face (Query and QueryStream), for clients that speak gRPC
-only. The same loop, policy, validation and failures as the REST API (query_api.py); only the
+only. The same loop, policy, validation and failures as the REST API (rest/query.py); only the
 envelope differs: messages of ragloop.v1.rag, errors as status codes."""
 
 from __future__ import annotations
@@ -13,19 +13,19 @@ import grpc
 from ragloop.core import context
 from ragloop.core.errors import InvalidInput
 from ragloop.core.grpc.server import RunningServer, ServiceSpec, start_server
-from ragloop.orchestrator.auth import ApiKeys, KeyDigest, bearer_token
-from ragloop.orchestrator.events import LoopEvent
-from ragloop.orchestrator.http_errors import failure_detail, unexpected_error
-from ragloop.orchestrator.loop import CorrectiveLoop, StageFailure
-from ragloop.orchestrator.query_api import run_query
-from ragloop.orchestrator.rag_proto import (
+from ragloop.orchestrator.access.auth import ApiKeys, KeyDigest, bearer_token
+from ragloop.orchestrator.access.tenants import TenantRefused, scoped_to
+from ragloop.orchestrator.loop.corrective import CorrectiveLoop, StageFailure
+from ragloop.orchestrator.loop.events import LoopEvent
+from ragloop.orchestrator.rest.errors import failure_detail, unexpected_error
+from ragloop.orchestrator.rest.query import run_query
+from ragloop.orchestrator.rpc.messages import (
     done_event,
     event_to_proto,
     query_request_from_proto,
     result_to_proto,
 )
 from ragloop.orchestrator.settings import OrchestratorSettings
-from ragloop.orchestrator.tenants import TenantRefused, scoped_to
 from ragloop.v1 import rag_pb2, rag_pb2_grpc
 
 log = logging.getLogger(__name__)

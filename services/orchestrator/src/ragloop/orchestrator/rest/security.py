@@ -9,10 +9,10 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.middleware import Middleware
 
-from ragloop.orchestrator.auth import ApiKeyMiddleware, ApiKeys, is_public, public_paths
-from ragloop.orchestrator.body_limit import BodyLimit, BodyLimitMiddleware
-from ragloop.orchestrator.cors import cors_middleware
-from ragloop.orchestrator.ratelimit import RateLimiter, RateLimitMiddleware
+from ragloop.orchestrator.access.auth import ApiKeyMiddleware, ApiKeys, is_public, public_paths
+from ragloop.orchestrator.rest.body_limit import BodyLimit, BodyLimitMiddleware
+from ragloop.orchestrator.rest.cors import cors_middleware
+from ragloop.orchestrator.rest.ratelimit import RateLimiter, RateLimitMiddleware
 from ragloop.orchestrator.settings import OrchestratorSettings
 
 SECURITY_SCHEME = "apiKey"

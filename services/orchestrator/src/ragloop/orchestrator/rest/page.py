@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-WEB_DIR = Path(__file__).with_name("web")
+WEB_DIR = Path(__file__).parents[1] / "web"
 
 # The page loads only its own files and talks only to this server; model and document text is
 # never run as markup, and this policy stops anything that would slip through from loading.

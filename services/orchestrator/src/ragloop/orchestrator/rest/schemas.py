@@ -16,8 +16,8 @@ from ragloop.core.validation import (
     json_data,
     unicode_text,
 )
-from ragloop.orchestrator.request_policy import RequestPolicy, overrides_of
-from ragloop.orchestrator.thresholds import check_schedule
+from ragloop.orchestrator.loop.request_policy import RequestPolicy, overrides_of
+from ragloop.orchestrator.loop.thresholds import check_schedule
 
 
 def tenant_field() -> Any:

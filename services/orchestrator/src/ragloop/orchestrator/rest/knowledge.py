@@ -15,21 +15,21 @@ from ragloop.core.errors import RagloopError
 from ragloop.core.names import Stage
 from ragloop.core.stages import Ingestor
 from ragloop.core.validation import COLLECTION_PATTERN, TENANT_PATTERN
-from ragloop.orchestrator.http_errors import (
+from ragloop.orchestrator.access.tenants import bound_tenant, refuse_if_bound, tenant_for
+from ragloop.orchestrator.rest.errors import (
     BODY_RESPONSES,
     ERROR_RESPONSES,
     NOT_FOUND_RESPONSE,
     failure_response,
     not_found,
 )
-from ragloop.orchestrator.routes import ApiRoute
-from ragloop.orchestrator.schemas import (
+from ragloop.orchestrator.rest.routes import ApiRoute
+from ragloop.orchestrator.rest.schemas import (
     CollectionIn,
     CollectionOut,
     CollectionsOut,
     DeletedSourceOut,
 )
-from ragloop.orchestrator.tenants import bound_tenant, refuse_if_bound, tenant_for
 
 T = TypeVar("T")
 RESPONSES = {**ERROR_RESPONSES, **NOT_FOUND_RESPONSE}

@@ -10,7 +10,7 @@ from typing import TypeVar
 from fastapi import Request
 from pydantic import BaseModel
 
-from ragloop.orchestrator.auth import BOUND_TENANT
+from ragloop.orchestrator.access.auth import BOUND_TENANT
 
 Body = TypeVar("Body", bound=BaseModel)
 

@@ -11,10 +11,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import fields
 from typing import Any
 
-from ragloop.orchestrator.events import EventSink, LoopEvent, NodeFinished
-from ragloop.orchestrator.http_errors import failure_detail, unexpected_error
-from ragloop.orchestrator.loop import LoopResult, StageFailure
-from ragloop.orchestrator.response import query_response_body
+from ragloop.orchestrator.loop.corrective import LoopResult, StageFailure
+from ragloop.orchestrator.loop.events import EventSink, LoopEvent, NodeFinished
+from ragloop.orchestrator.rest.errors import failure_detail, unexpected_error
+from ragloop.orchestrator.rest.response import query_response_body
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException  # what FastAPI raises; its own is a subclass
 
 from ragloop.core import context
-from ragloop.orchestrator.http_errors import error_response, forbidden
-from ragloop.orchestrator.schemas import ErrorDetail
-from ragloop.orchestrator.tenants import TenantRefused
+from ragloop.orchestrator.access.tenants import TenantRefused
+from ragloop.orchestrator.rest.errors import error_response, forbidden
+from ragloop.orchestrator.rest.schemas import ErrorDetail
 
 # What FastAPI says when a declared JSON body cannot be decoded at all (e.g. not UTF-8).
 FASTAPI_UNREADABLE = "There was an error parsing the body"

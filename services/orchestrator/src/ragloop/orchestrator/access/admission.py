@@ -23,7 +23,7 @@ from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ragloop.core.grpc.handlers import rewrapped
-from ragloop.orchestrator.auth import refusal
+from ragloop.orchestrator.access.auth import refusal
 
 log = logging.getLogger(__name__)
 

@@ -46,7 +46,7 @@ from ragloop.core.grpc.server import MAX_MESSAGE_BYTES
 from ragloop.core.grpc.tls import ClientTls, aio_channel
 from ragloop.core.names import Stage
 from ragloop.core.stage_registry import stage_spec
-from ragloop.orchestrator.breaker import CircuitBreaker, Outcome, Permit, Refusal
+from ragloop.orchestrator.stages.breaker import CircuitBreaker, Outcome, Permit, Refusal
 from ragloop.v1 import (
     generator_pb2,
     grader_pb2,

@@ -1,0 +1,1 @@
+"""The corrective loop: pure, no HTTP or gRPC; its policy, budget and events."""

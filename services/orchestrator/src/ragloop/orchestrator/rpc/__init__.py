@@ -1,0 +1,1 @@
+"""The gRPC face: RagService and its messages, mapped onto the REST schemas."""

@@ -1,0 +1,1 @@
+"""The stage clients the loop drives: gRPC stubs, retries, circuit breakers."""
