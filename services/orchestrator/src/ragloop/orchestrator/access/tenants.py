@@ -42,18 +42,3 @@ def scoped_to(body: Body, bound: str | None) -> Body:
         return body
     requested = body.tenant  # type: ignore[attr-defined]
     return body.model_copy(update={"tenant": tenant_for(bound, requested)})
-
-
-def in_callers_tenant(body: Body, request: Request) -> Body:
-    """``body`` acting in the tenant the REST caller may use."""
-    return scoped_to(body, bound_tenant(request))
-
-
-def refuse_if_bound(request: Request, action: str) -> None:
-    """Refuse ``action`` (which touches every tenant's chunks) to a key bound to a tenant."""
-    bound = bound_tenant(request)
-    if bound is not None:
-        raise TenantRefused(
-            f"this API key is bound to tenant {bound!r}: it cannot {action}, which touches "
-            "every tenant's chunks"
-        )

@@ -28,7 +28,7 @@ from ragloop.core import context
 from ragloop.core.domain import SourceDocument, StreamedDocument, one_by_one
 from ragloop.core.errors import InvalidInput, RagloopError
 from ragloop.core.names import Stage
-from ragloop.orchestrator.access.tenants import bound_tenant, tenant_for
+from ragloop.orchestrator.rest.deps import CallerOf, Knowledge, Settings
 from ragloop.orchestrator.rest.errors import (
     BODY_RESPONSES,
     ERROR_RESPONSES,
@@ -177,10 +177,11 @@ def _check_json_documents(documents: list[SourceDocument], settings: Orchestrato
     responses=RESPONSES,
     openapi_extra=OPENAPI_EXTRA,
 )
-async def ingest(request: Request) -> IngestResponse | JSONResponse:
+async def ingest(
+    request: Request, settings: Settings, knowledge: Knowledge, caller: CallerOf
+) -> IngestResponse | JSONResponse:
     """Ingest documents: chunk, embed and store. Re-ingesting a source replaces it. Send JSON
     documents, or upload files as multipart/form-data (see the request body's two forms)."""
-    settings: OrchestratorSettings = request.app.state.settings
     with ExitStack() as cleanup:
         try:
             if request.headers.get("content-type", "").startswith("multipart/form-data"):
@@ -194,9 +195,9 @@ async def ingest(request: Request) -> IngestResponse | JSONResponse:
             return error_response(415, detail, context.request_id.get())
         except InvalidInput as exc:
             return invalid_input(str(exc))
-        tenant = tenant_for(bound_tenant(request), batch.tenant) or ""
+        tenant = caller.tenant(batch.tenant)
         try:
-            result = await request.app.state.stages.ingestor.ingest_stream(
+            result = await knowledge.ingest_stream(
                 one_by_one(batch.documents), collection=batch.collection, tenant=tenant
             )
         except RagloopError as exc:

@@ -6,16 +6,15 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import APIRouter, Path, Query, Response
 from fastapi.responses import JSONResponse
 from starlette.convertors import PathConvertor, register_url_convertor
 
 from ragloop.core.domain import CollectionInfo
 from ragloop.core.errors import RagloopError
 from ragloop.core.names import Stage
-from ragloop.core.stages import Ingestor
 from ragloop.core.validation import COLLECTION_PATTERN, TENANT_PATTERN
-from ragloop.orchestrator.access.tenants import bound_tenant, refuse_if_bound, tenant_for
+from ragloop.orchestrator.rest.deps import CallerOf, Knowledge
 from ragloop.orchestrator.rest.errors import (
     BODY_RESPONSES,
     ERROR_RESPONSES,
@@ -48,10 +47,6 @@ COLLECTION_NAME = Path(pattern=COLLECTION_PATTERN, description="Name of the coll
 knowledge_router = APIRouter(responses=RESPONSES, route_class=ApiRoute)
 
 
-def _ingestor(request: Request) -> Ingestor:
-    return request.app.state.stages.ingestor
-
-
 async def _call(call: Awaitable[T]) -> T | JSONResponse:
     try:
         return await call
@@ -66,16 +61,16 @@ def collection_out(info: CollectionInfo) -> CollectionOut:
 @knowledge_router.delete("/v1/documents/{source:source}", response_model=DeletedSourceOut)
 async def delete_source(
     source: str,
-    request: Request,
+    knowledge: Knowledge,
+    caller: CallerOf,
     collection: str = Query("", pattern=f"{COLLECTION_PATTERN}|^$"),
     tenant: str = Query("", pattern=f"{TENANT_PATTERN}|^$"),
 ) -> DeletedSourceOut | JSONResponse:
     """Delete every chunk of a source. The source is the rest of the path and may contain
     slashes (`DELETE /v1/documents/notes/cats.md`); percent-encode other reserved characters.
     404 when the collection does not exist or holds no chunk of the source."""
-    tenant = tenant_for(bound_tenant(request), tenant) or ""
     reply = await _call(
-        _ingestor(request).delete_source(source, collection=collection, tenant=tenant)
+        knowledge.delete_source(source, collection=collection, tenant=caller.tenant(tenant))
     )
     if isinstance(reply, JSONResponse):
         return reply
@@ -87,9 +82,9 @@ async def delete_source(
 
 
 @knowledge_router.get("/v1/collections", response_model=CollectionsOut)
-async def list_collections(request: Request) -> CollectionsOut | JSONResponse:
+async def list_collections(knowledge: Knowledge) -> CollectionsOut | JSONResponse:
     """Every collection of the Milvus in use."""
-    reply = await _call(_ingestor(request).list_collections())
+    reply = await _call(knowledge.list_collections())
     if isinstance(reply, JSONResponse):
         return reply
     return CollectionsOut(collections=[collection_out(i) for i in reply])
@@ -97,10 +92,10 @@ async def list_collections(request: Request) -> CollectionsOut | JSONResponse:
 
 @knowledge_router.get("/v1/collections/{name}", response_model=CollectionOut)
 async def describe_collection(
-    request: Request, name: str = COLLECTION_NAME
+    knowledge: Knowledge, name: str = COLLECTION_NAME
 ) -> CollectionOut | JSONResponse:
     """One collection: chunk count, embedding model, dimension, BM25 and tenant support."""
-    reply = await _call(_ingestor(request).describe(name))
+    reply = await _call(knowledge.describe(name))
     if isinstance(reply, JSONResponse):
         return reply
     if not reply.exists:
@@ -111,23 +106,27 @@ async def describe_collection(
 @knowledge_router.post(
     "/v1/collections", response_model=CollectionOut, status_code=201, responses=BODY_RESPONSES
 )
-async def create_collection(body: CollectionIn, request: Request) -> CollectionOut | JSONResponse:
+async def create_collection(
+    body: CollectionIn, knowledge: Knowledge, caller: CallerOf
+) -> CollectionOut | JSONResponse:
     """Create an empty collection for the retriever's embedding model (201 also when it already
     exists for this model; 409 when it exists for another one). Not with a key bound to a
     tenant (403)."""
-    refuse_if_bound(request, "create collections")
-    reply = await _call(_ingestor(request).create_collection(body.name))
+    caller.refuse_if_bound("create collections")
+    reply = await _call(knowledge.create_collection(body.name))
     if isinstance(reply, JSONResponse):
         return reply
     return collection_out(reply)
 
 
 @knowledge_router.delete("/v1/collections/{name}", status_code=204)
-async def drop_collection(request: Request, name: str = COLLECTION_NAME) -> Response:
+async def drop_collection(
+    knowledge: Knowledge, caller: CallerOf, name: str = COLLECTION_NAME
+) -> Response:
     """Drop a collection and every chunk in it; 404 when it does not exist. Not with a key
     bound to a tenant (403)."""
-    refuse_if_bound(request, "drop collections")
-    reply = await _call(_ingestor(request).drop_collection(name))
+    caller.refuse_if_bound("drop collections")
+    reply = await _call(knowledge.drop_collection(name))
     if isinstance(reply, JSONResponse):
         return reply
     return Response(status_code=204)

@@ -12,13 +12,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel
 
-from ragloop.orchestrator.access.tenants import in_callers_tenant
 from ragloop.orchestrator.loop.corrective import CorrectiveLoop, LoopResult, StageFailure
 from ragloop.orchestrator.loop.events import EventSink
+from ragloop.orchestrator.rest.deps import CallerOf, Loop, Settings
 from ragloop.orchestrator.rest.errors import BODY_RESPONSES, ERROR_RESPONSES, failure_response
 from ragloop.orchestrator.rest.policy import resolve_policy
 from ragloop.orchestrator.rest.response import query_response_body
@@ -85,35 +85,31 @@ STREAM_RESPONSES = {
     response_model=QueryResponse,
     responses={**ERROR_RESPONSES, **BODY_RESPONSES},
 )
-async def query(body: QueryRequest, request: Request) -> JSONResponse:
+async def query(
+    body: QueryRequest, loop: Loop, settings: Settings, caller: CallerOf
+) -> JSONResponse:
     """Answer a question: the whole loop, with its decision path and node timings."""
-    body = in_callers_tenant(body, request)
     try:
-        result = await answer(request, body)
+        result = await run_query(loop, settings, caller.scoped(body))
     except StageFailure as exc:
         return failure_response(exc, exc.stage, exc.trace)
     return JSONResponse(query_response_body(result))
 
 
 @query_router.post("/v1/query/stream", response_class=StreamingResponse, responses=STREAM_RESPONSES)
-async def query_stream(body: QueryRequest, request: Request) -> StreamingResponse:
+async def query_stream(
+    body: QueryRequest, loop: Loop, settings: Settings, caller: CallerOf
+) -> StreamingResponse:
     """Answer a question as server-sent events: every node as it starts and finishes, the
     answer's text as it is written, then `done` with the body of POST /v1/query (or `error`).
     Closing the connection cancels the query."""
-    body = in_callers_tenant(body, request)
+    body = caller.scoped(body)
     return StreamingResponse(
-        query_events(lambda sink: answer(request, body, on_event=sink)),
+        query_events(lambda sink: run_query(loop, settings, body, on_event=sink)),
         media_type=MEDIA_TYPE,
         # No caching, and no buffering by a proxy (nginx honours X-Accel-Buffering).
         headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
     )
-
-
-async def answer(
-    request: Request, body: QueryRequest, *, on_event: EventSink | None = None
-) -> LoopResult:
-    state = request.app.state
-    return await run_query(state.loop, state.settings, body, on_event=on_event)
 
 
 async def run_query(

@@ -1,0 +1,64 @@
+"""What a route uses, as FastAPI dependencies: the loop, the settings, the ingestor and the caller
+(with the tenant its API key is bound to), so that each route's signature shows what it uses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, TypeVar
+
+from fastapi import Depends, Request
+from pydantic import BaseModel
+
+from ragloop.core.stages import Ingestor
+from ragloop.orchestrator.access.tenants import TenantRefused, bound_tenant, scoped_to, tenant_for
+from ragloop.orchestrator.loop.corrective import CorrectiveLoop
+from ragloop.orchestrator.settings import OrchestratorSettings
+
+Body = TypeVar("Body", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who sent the request, as far as tenants go: ``bound_tenant`` is the tenant its API key is
+    bound to (None: unbound, or no keys)."""
+
+    bound_tenant: str | None
+
+    def tenant(self, requested: str | None) -> str:
+        """The tenant the request acts in ("" for the default); TenantRefused (403) when the
+        caller's key may not act in ``requested``."""
+        return tenant_for(self.bound_tenant, requested) or ""
+
+    def scoped(self, body: Body) -> Body:
+        """``body`` (a model with a ``tenant`` field) acting in the caller's tenant."""
+        return scoped_to(body, self.bound_tenant)
+
+    def refuse_if_bound(self, action: str) -> None:
+        """Refuse ``action`` (which touches every tenant's chunks) to a key bound to a tenant."""
+        if self.bound_tenant is not None:
+            raise TenantRefused(
+                f"this API key is bound to tenant {self.bound_tenant!r}: it cannot {action}, "
+                "which touches every tenant's chunks"
+            )
+
+
+def _settings(request: Request) -> OrchestratorSettings:
+    return request.app.state.settings
+
+
+def _loop(request: Request) -> CorrectiveLoop:
+    return request.app.state.loop
+
+
+def _ingestor(request: Request) -> Ingestor:
+    return request.app.state.stages.ingestor
+
+
+def _caller(request: Request) -> Caller:
+    return Caller(bound_tenant(request))
+
+
+Settings = Annotated[OrchestratorSettings, Depends(_settings)]
+Loop = Annotated[CorrectiveLoop, Depends(_loop)]
+Knowledge = Annotated[Ingestor, Depends(_ingestor)]
+CallerOf = Annotated[Caller, Depends(_caller)]
