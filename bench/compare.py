@@ -229,7 +229,6 @@ async def measure(
     finally:
         retriever.close()
         await stages.aclose()
-        tally.close()
     idle_figures = {f"idle_cpu_share_{name}": round(share, 4) for name, share in idle.items()}
     return idle_figures | throughput_figures(rates)
 

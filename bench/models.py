@@ -169,7 +169,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             if retriever is not None:
                 retriever.close()
 
-    bench.tally.close()
     tally_totals(bench.results)
     bench.results.update({f"seconds_{part}": round(s, 1) for part, s in bench.seconds.items()})
     report.summary(bench.results, bench.seconds)

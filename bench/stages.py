@@ -7,13 +7,12 @@ URL and the model's name set by the benchmark and any per-run overrides on top.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ragloop.core.domain import GradedDocument, Rewrite, RewriteAttempt
 from ragloop.core.models import ChatModel
-from ragloop.core.models import structured as structured_module
+from ragloop.core.models.structured import PARSE_COUNTS
 from ragloop.core.settings import ChatModelSettings
 from ragloop.core.stages import Rewriter
 from ragloop.generator.__main__ import build_generator
@@ -25,19 +24,17 @@ from ragloop.grader.stage import ModelGrader
 from ragloop.rewriter.__main__ import build_rewriter
 from ragloop.rewriter.settings import RewriterSettings
 
-UNPARSEABLE_MESSAGE = "unparseable model reply"  # logged by complete_structured on every bad reply
 
+@dataclass
+class UnparseableReplies:
+    """Model replies that did not parse since it was made (each one was retried with a repair
+    prompt), from ``PARSE_COUNTS``."""
 
-class UnparseableReplies(logging.Handler):
-    """Counts model replies that did not parse (each one was retried with a repair prompt)."""
+    start: int = field(default_factory=lambda: PARSE_COUNTS.unparseable)
 
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.count = 0
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.getMessage() == UNPARSEABLE_MESSAGE:
-            self.count += 1
+    @property
+    def count(self) -> int:
+        return PARSE_COUNTS.unparseable - self.start
 
 
 @dataclass
@@ -64,12 +61,6 @@ class Tally:
         """The counters by their names in the results (``COUNTERS``)."""
         values = (self.failures, self.batch_fallbacks, self.replies.count)
         return dict(zip(self.COUNTERS, values, strict=True))
-
-    def __post_init__(self) -> None:
-        logging.getLogger(structured_module.__name__).addHandler(self.replies)
-
-    def close(self) -> None:
-        logging.getLogger(structured_module.__name__).removeHandler(self.replies)
 
     def add_grader(self, grader: ModelGrader) -> None:
         self.failures += grader.counters.unparseable

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,10 +22,8 @@ REWRITE = json.dumps({"rewritten_query": "mitochondria lace plant", "reason": "r
 
 
 @pytest.fixture
-def tally() -> Iterator[Tally]:
-    tally = Tally()
-    yield tally
-    tally.close()
+def tally() -> Tally:
+    return Tally()
 
 
 async def test_an_answer_no_reply_of_which_parsed_is_a_failure(tally: Tally) -> None:

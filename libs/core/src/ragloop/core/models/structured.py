@@ -37,6 +37,17 @@ class ReplyPiece:
     text: str
 
 
+@dataclass
+class ParseCounts:
+    """Model replies in this process since it started, for benchmarks and scripts (the services
+    count them as a metric per stage: ``count_parse_failure``)."""
+
+    unparseable: int = 0  # replies that did not parse (each then asked to be repaired)
+
+
+PARSE_COUNTS = ParseCounts()
+
+
 class _RepairingParser(Generic[T]):
     """Parses one attempt's reply after the other; a failed attempt leaves the conversation that
     asks the model to repair its reply, and the error. A metered model counts each failed one."""
@@ -61,6 +72,7 @@ class _RepairingParser(Generic[T]):
             return StructuredReply(self._parse(data), self.usage)
         except (ValueError, KeyError, TypeError) as exc:
             self.error = f"{type(exc).__name__}: {exc}"
+            PARSE_COUNTS.unparseable += 1
             if isinstance(self._model, MeteredChatModel):
                 self._model.count_parse_failure()
             log.warning(
