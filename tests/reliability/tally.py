@@ -1,6 +1,6 @@
 """What the fault tests count — chunks lost or duplicated, requests that hung — added up over a
 session and, when ``RAGLOOP_RELIABILITY_OUT`` names a file, merged into that JSON object (for
-``bench/reliability.py``)."""
+``bench/src/bench/reliability.py``)."""
 
 from __future__ import annotations
 

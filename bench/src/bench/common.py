@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 RESULTS_DIR = ROOT / "bench" / "results"
 SHARED_DATA = ROOT.parent / "shared" / "data"
 

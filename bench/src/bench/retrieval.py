@@ -25,7 +25,7 @@ from ragloop.retriever.__main__ import build_retriever
 from ragloop.retriever.chunking import chunk_text
 from ragloop.retriever.settings import RetrieverSettings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "scifact"
 RESULTS = ROOT / "bench" / "results" / "retrieval.json"
 MODES = ("dense", "sparse", "hybrid")
