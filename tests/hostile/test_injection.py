@@ -15,7 +15,8 @@ import pytest
 
 from ragloop.generator.__main__ import build_spec as generator_spec
 from ragloop.generator.settings import GeneratorSettings
-from ragloop.grader.stage import INJECTION_NOTE, ModelGrader
+from ragloop.grader.layers import INJECTION_NOTE
+from ragloop.grader.stage import ModelGrader
 from ragloop.orchestrator.rest.app import create_app
 from ragloop.orchestrator.stages.remote import StageSet
 from ragloop.retriever.__main__ import build_retriever
