@@ -11,7 +11,12 @@ from pathlib import Path
 
 from pydantic_settings import BaseSettings
 
-from ragloop.core.settings import ChatModelSettings, CommonSettings, ModelProviderSettings
+from ragloop.core.settings import (
+    ChatModelSettings,
+    CommonSettings,
+    ModelProviderSettings,
+    setting_variable,
+)
 from ragloop.generator.settings import GeneratorSettings
 from ragloop.grader.settings import GraderSettings
 from ragloop.orchestrator.settings import OrchestratorSettings
@@ -47,7 +52,7 @@ def rows() -> list[tuple[str, str, str, str]]:
                 continue
             default = field.default
             value = str(default).lower() if isinstance(default, bool) else str(default)
-            found.append((f"RAGLOOP_{name.upper()}", value, group, field.description or ""))
+            found.append((setting_variable(name), value, group, field.description or ""))
     return found
 
 

@@ -10,8 +10,10 @@ from pydantic import ValidationError
 
 from ragloop.core.stages import LoopStages
 from ragloop.orchestrator.loop.corrective import CorrectiveLoop, LoopPolicy, Outcome
+from ragloop.orchestrator.loop.request_policy import RequestPolicy
 from ragloop.orchestrator.rest.policy import resolve_policy
 from ragloop.orchestrator.rest.schemas import QueryRequest
+from ragloop.orchestrator.rpc.messages import _OPTIONAL_FIELDS
 from ragloop.orchestrator.settings import OrchestratorSettings
 from tests.unit.fakes import DictGrader, EchoGenerator, ScriptedRetriever, ScriptedRewriter, doc
 
@@ -165,9 +167,6 @@ def test_a_relaxation_setting_that_cannot_work_stops_the_server(
 
 
 def test_each_request_policy_field_is_declared_once_for_settings_rest_and_rag_service() -> None:
-    from ragloop.orchestrator.loop.request_policy import RequestPolicy
-    from ragloop.orchestrator.rpc.messages import _OPTIONAL_FIELDS
-
     request_fields = QueryRequest.model_fields
     for name, declared in RequestPolicy.model_fields.items():
         assert OrchestratorSettings.model_fields[name].default == declared.default

@@ -14,9 +14,16 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 if TYPE_CHECKING:
     from ragloop.core.models.chat import ChatModel
 
+ENV_PREFIX = "RAGLOOP_"
+
+
+def setting_variable(field: str) -> str:
+    """The environment variable of a settings field: ``RAGLOOP_`` and its name in capitals."""
+    return f"{ENV_PREFIX}{field.upper()}"
+
 
 class CommonSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="RAGLOOP_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
     log_level: str = Field("INFO", description="Log level of every service.")
     log_json: bool = Field(True, description="Log one JSON object per line (false: plain text).")

@@ -29,7 +29,7 @@ class StageSpec:
 
     @property
     def port_setting(self) -> str:
-        """Its settings' port field (environment: RAGLOOP_ + the name in capitals)."""
+        """Its settings' port field (environment: ``settings.setting_variable``)."""
         return f"{self.name}_port"
 
     @property
@@ -49,8 +49,3 @@ _BY_NAME = {spec.name: spec for spec in STAGE_SPECS}
 
 def stage_spec(name: Stage | str) -> StageSpec:
     return _BY_NAME[Stage(name)]
-
-
-def setting_variable(field: str) -> str:
-    """The environment variable of a settings field: RAGLOOP_ + its name in capitals."""
-    return f"RAGLOOP_{field.upper()}"

@@ -11,7 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from ragloop.core.stage_registry import STAGE_SPECS, setting_variable
+from ragloop.core.settings import setting_variable
+from ragloop.core.stage_registry import STAGE_SPECS
 from ragloop.local.launcher import Stack, StackConfig
 from ragloop.local.models import DEFAULT_MODEL, MODELS, ensure_model
 from ragloop.local.processes import StartupError

@@ -16,7 +16,8 @@ import httpx
 
 from ragloop.core.grpc.tls import ClientTls, client_tls, sync_channel
 from ragloop.core.names import Stage, values
-from ragloop.core.stage_registry import STAGE_SPECS, setting_variable
+from ragloop.core.settings import setting_variable
+from ragloop.core.stage_registry import STAGE_SPECS
 from ragloop.local.model_server import model_server_command
 from ragloop.local.models import DEFAULT_MODEL, SplitModel, ensure_model
 from ragloop.local.processes import ChildProcess, StartupError, free_port, port_is_free

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
+from ragloop.core.settings import setting_variable
 from ragloop.orchestrator.loop.thresholds import MAX_REWRITE_ATTEMPTS
 
 # A round passes when at least this share of its passages passed grading: with a grader that
@@ -56,7 +57,7 @@ def overrides_of(policy: type[BaseModel]) -> type[BaseModel]:
         optional = copy.copy(declared)
         optional.default = None
         optional.description = (
-            f"{declared.description} Omitted: the server's RAGLOOP_{name.upper()}."
+            f"{declared.description} Omitted: the server's {setting_variable(name)}."
         )
         fields[name] = (declared.annotation | None, optional)
     return create_model(f"{policy.__name__}Overrides", **fields)
