@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 
 from ragloop.core.domain import Document, Grade, GradingResult, ModelUsage
@@ -47,15 +47,21 @@ class GradingMode(StrEnum):
 
 
 @dataclass
-class GraderCounters:
-    """Plain counters since start, for benchmarks and scripts. (The service's metrics count the
-    verdicts by kind: ``count_verdict``.)"""
+class JudgeCounters:
+    """What the model judge counted since start, for benchmarks and scripts. (The service's
+    metrics count the verdicts by kind: ``count_verdict``.)"""
 
     unparseable: int = 0  # documents graded "not relevant" because no reply parsed
     batch_fallbacks: int = 0  # documents a batch reply left out, graded one by one
+    sampled: int = 0  # scored without log-probabilities: the sampled yes or no stood as 1 or 0
+
+
+@dataclass
+class GraderCounters(JudgeCounters):
+    """The judge's counters and what the layers around it counted."""
+
     prefiltered: int = 0  # documents below the score floor, never sent to the model
     injections: int = 0  # documents with instruction-like text removed
-    sampled: int = 0  # scored without log-probabilities: the sampled yes or no stood as 1 or 0
 
 
 @dataclass(frozen=True)
@@ -88,7 +94,7 @@ class ModelJudge:
         self._batch_size = batch_size
         self._reasoning = reasoning
         self._relevance_threshold = relevance_threshold
-        self.counters = GraderCounters()
+        self.counters = JudgeCounters()
 
     @property
     def version(self) -> str:
@@ -235,8 +241,8 @@ class ModelGrader:
 
     @property
     def counters(self) -> GraderCounters:
-        return replace(
-            self.judge.counters,
+        return GraderCounters(
+            **asdict(self.judge.counters),
             prefiltered=self._layers.floor.prefiltered,
             injections=self._layers.guarded.injections,
         )
