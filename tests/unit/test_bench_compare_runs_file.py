@@ -364,3 +364,11 @@ def test_the_runs_file_sits_beside_its_results() -> None:
         "bench/results/compare-runs.jsonl.xz"
     )
     assert runs_file_beside(Path("/tmp/smoke.json")) == Path("/tmp/smoke-runs.jsonl.xz")
+
+
+def test_the_committed_runs_files_are_each_one_xz_stream() -> None:
+    results = Path(__file__).resolve().parents[2] / "bench" / "results"
+    for name in ("compare", "quality", "quality-dev"):
+        runs_file = RunsFile(runs_file_beside(results / f"{name}.json"))
+        (lines,) = xz_streams(runs_file.path)
+        assert lines.count(b"\n") == len(list(runs_file._records())) > 0
