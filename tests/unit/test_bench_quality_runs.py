@@ -5,13 +5,18 @@ failed (resumable, and runs of several sessions combine)."""
 from __future__ import annotations
 
 import json
+import lzma
 from pathlib import Path
 
+import pytest
 from bench.answers.items import SQUAD2, QualityItem
 from bench.answers.runs import QualityAnswer, QualityRun, QualityRunsFile, RoundInfo, pending
+from bench.compare import runs_file_beside
 from bench.comparison.llama_metrics import ServerCounts
 from bench.comparison.runs import QueryRun
 from bench.comparison.workload import PUBMEDQA, WorkItem
+from bench.quality import default_output, parse_args
+
 from ragloop.core.domain import ModelUsage
 
 ANSWERABLE = QualityItem(
@@ -69,7 +74,7 @@ def quality_run(
 
 
 def test_a_run_comes_back_as_it_was_recorded_and_is_scored_again(tmp_path: Path) -> None:
-    runs_file = QualityRunsFile(tmp_path / "quality-runs.jsonl")
+    runs_file = QualityRunsFile(tmp_path / "quality-runs.jsonl.xz")
     rounds = (round_info(1, ("c2",), ()), round_info(2, ("c1",), ("c1",)))
     made = quality_run("ragloop", ANSWERABLE, "It is in France [1].", rewrites=1, rounds=rounds)
     refused = quality_run("plain", UNANSWERABLE, "The sources do not contain the answer.")
@@ -84,7 +89,7 @@ def test_a_run_comes_back_as_it_was_recorded_and_is_scored_again(tmp_path: Path)
     assert back.round1_answer_bearing_passed is False and back.later_answer_bearing_passed
     assert back_refused.correct and back_refused.refused
     assert not back_failed.correct and back_failed.refused is None
-    record = json.loads(runs_file.path.read_text().splitlines()[0])
+    record = json.loads(lzma.decompress(runs_file.path.read_bytes()).splitlines()[0])
     assert (record["correct"], record["refused"], record["commit"]) == (True, False, "abc123")
     assert record["answered"]["rounds"][1]["passed"] == ["c1"]
     assert record["answered"]["citations"] == 1 and record["server"]["prompt_tokens"] == 800
@@ -96,22 +101,27 @@ def test_a_pubmedqa_run_is_right_when_it_begins_with_the_experts_decision() -> N
     assert quality_run("ragloop", DECISION, "Yes [1].").round1_answer_bearing_passed is None
 
 
+@pytest.mark.parametrize("name", ["quality-runs.jsonl.xz", "quality-runs.jsonl"])
 def test_lines_of_another_benchmark_or_cut_short_by_a_kill_are_passed_over(
-    tmp_path: Path,
+    tmp_path: Path, name: str
 ) -> None:
-    runs_file = QualityRunsFile(tmp_path / "quality-runs.jsonl")
+    runs_file = QualityRunsFile(tmp_path / name)
     compare_run = QueryRun("ragloop", WorkItem("scifact", "7", "A claim.", frozenset()), 1.0, None)
     runs_file.append(compare_run, {})  # a record without gold answers
     runs_file.append(quality_run("ragloop", ANSWERABLE, "France [1]."), {})
-    with runs_file.path.open("a") as records:
-        records.write('{"system": "single", "dataset": "squ')  # killed mid-write
+    runs_file.append(quality_run("plain", ANSWERABLE, "France [1]."), {})
+    runs_file.path.write_bytes(runs_file.path.read_bytes()[:-20])  # killed mid-write
     runs_file.append(quality_run("single", ANSWERABLE, "France [1]."), {})
 
     assert [run.system for run in runs_file.runs()] == ["ragloop", "single"]
 
+    runs_file.compact()
+    assert [run.system for run in runs_file.runs()] == ["ragloop", "single"]
+    assert len(list(runs_file._records())) == 3  # the other benchmark's record is kept
+
 
 def test_runs_in_the_file_are_not_made_again_but_failed_ones_are(tmp_path: Path) -> None:
-    runs_file = QualityRunsFile(tmp_path / "quality-runs.jsonl")
+    runs_file = QualityRunsFile(tmp_path / "quality-runs.jsonl.xz")
     runs_file.append(quality_run("ragloop", ANSWERABLE, "France [1]."), {})
     runs_file.append(quality_run("baseline", ANSWERABLE, None, error="ReadTimeout"), {})
     systems = ["baseline", "ragloop", "single"]
@@ -132,6 +142,25 @@ def test_runs_in_the_file_are_not_made_again_but_failed_ones_are(tmp_path: Path)
 
     runs_file.clear()
     assert len(pending([ANSWERABLE], systems, runs_file.made())) == 3
+
+
+def test_the_runs_of_a_system_forgotten_are_made_again(tmp_path: Path) -> None:
+    runs_file = QualityRunsFile(tmp_path / "quality-runs.jsonl.xz")
+    for system in ("ragloop", "single", "plain"):
+        runs_file.append(quality_run(system, ANSWERABLE, "France [1]."), {})
+
+    assert runs_file.forget(["ragloop"]) == 1
+
+    todo = pending([ANSWERABLE], ["ragloop", "single", "plain"], runs_file.made())
+    assert [(item.id, system) for item, system in todo] == [("q1", "ragloop")]
+
+
+def test_the_options_name_the_runs_file_of_the_split_and_the_systems_to_forget() -> None:
+    args = parse_args(["--split", "dev", "--forget", "single", "--forget", "plain"])
+    assert args.forget == ["single", "plain"]
+    assert runs_file_beside(default_output(args.split)).name == "quality-dev-runs.jsonl.xz"
+    with pytest.raises(SystemExit):
+        parse_args(["--forget", "ragloop_inprocess"])  # a system of bench.compare only
 
 
 def test_a_metered_run_becomes_a_quality_run_unchanged() -> None:

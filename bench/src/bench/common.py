@@ -13,7 +13,10 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:  # bench.comparison.runs imports this module (through bench.pubmedqa)
+    from bench.comparison.runs import RunsFile
 
 T = TypeVar("T")
 
@@ -107,14 +110,55 @@ def start_long_run() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
 
+def add_runs_file_arguments(parser: argparse.ArgumentParser, systems: Sequence[str]) -> None:
+    """``--runs-file``, ``--fresh``, ``--forget`` (one of ``systems``) and ``--summarise``, the
+    options of a benchmark that keeps its runs in a ``RunsFile``; ``prepare_runs_file`` acts on
+    the first three."""
+    parser.add_argument(
+        "--runs-file",
+        default="",
+        help="every run, a JSON line each (default: beside --output, NAME-runs.jsonl.xz, "
+        "xz-compressed; a name ending in .jsonl keeps plain lines)",
+    )
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="delete the runs file first (by default, runs already in it are not made again)",
+    )
+    parser.add_argument(
+        "--forget",
+        action="append",
+        default=[],
+        choices=systems,
+        metavar="SYSTEM",
+        help=f"drop SYSTEM's runs from the runs file first, so that they are made again "
+        f"(one of {', '.join(systems)}; repeat for more)",
+    )
+    parser.add_argument(
+        "--summarise", action="store_true", help="compute --output from the runs file, run nothing"
+    )
+
+
+def prepare_runs_file(runs_file: RunsFile, args: argparse.Namespace) -> None:
+    """The runs file as ``--fresh`` and ``--forget`` ask."""
+    if args.fresh:
+        runs_file.clear()
+    if args.forget:
+        dropped = runs_file.forget(args.forget)
+        print(f"forgot {dropped} runs of {', '.join(args.forget)} in {runs_file.path}")
+
+
 @contextmanager
-def runs_kept_on_interrupt(runs_path: Path) -> Iterator[None]:
+def runs_kept_on_interrupt(runs_file: RunsFile) -> Iterator[None]:
     """On Ctrl-C (or ``kill`` after ``start_long_run``), ends the process saying where the runs
-    made so far are kept."""
+    made so far are kept; either way, compacts the runs file on the way out."""
     try:
         yield
     except KeyboardInterrupt:
         sys.exit(
-            f"\ninterrupted: the runs made so far are kept in {runs_path}; the same "
-            "command goes on from there (--summarise writes the figures of what is there)"
+            f"\ninterrupted: the runs made so far are kept in {runs_file.path}; the same "
+            "command, without --fresh or --forget, goes on from there (--summarise writes the "
+            "figures of what is there)"
         )
+    finally:
+        runs_file.compact()

@@ -14,21 +14,21 @@ ingests the corpora (minutes; cached in bench/results/.cache/). Hours in all on 
 ``--queries 3 --questions 2 --clients 1,2 --throughput-queries 2 --corpus-limit 200`` to smoke.
 
 Each query run is appended to the runs file as it ends (``--runs-file``; by default
-``NAME-runs.jsonl`` beside ``--output``, and the one beside bench/results/compare.json is committed
-with it, so a later change to ragloop re-runs ragloop and keeps the baseline's runs), and the
-latency figures are computed from every run in that file: parts can run in separate invocations
+``NAME-runs.jsonl.xz`` beside ``--output``, a JSON line a run, xz-compressed and compacted into one
+xz stream when the invocation ends; the one beside bench/results/compare.json is committed with it,
+so a later change to ragloop re-runs ragloop and keeps the baseline's runs), and the latency
+figures are computed from every run in that file: parts can run in separate invocations
 (``--parts scifact,overhead`` today, ``--parts pubmedqa,overhead`` tomorrow), and an interrupted
-invocation goes on where it stopped when started again. ``--fresh`` starts over.
+invocation goes on where it stopped when started again. ``--fresh`` starts over; ``--forget
+ragloop`` drops ragloop's runs, to make them again.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import time
@@ -44,16 +44,20 @@ from bench.baseline import BaselineRag, openai_chat
 from bench.common import (
     RESULTS_DIR,
     add_data_arguments,
+    add_runs_file_arguments,
     add_sampling_arguments,
     cache_dir,
     check_parts,
     machine,
+    prepare_runs_file,
     read_results,
+    runs_kept_on_interrupt,
+    start_long_run,
     write_results,
 )
 from bench.comparison import profiling, report
 from bench.comparison.cpu import idle_cpu_shares
-from bench.comparison.runs import Meter, RunKey, RunsFile, System
+from bench.comparison.runs import XZ_SUFFIX, Meter, RunKey, RunsFile, System
 from bench.comparison.services import RunningStack, ragloop_stack, shared_milvus
 from bench.comparison.summary import (
     Throughput,
@@ -61,7 +65,12 @@ from bench.comparison.summary import (
     merged_results,
     throughput_figures,
 )
-from bench.comparison.systems import LangGraphBaseline, RagloopInProcess, RagloopOverHttp
+from bench.comparison.systems import (
+    SYSTEMS,
+    LangGraphBaseline,
+    RagloopInProcess,
+    RagloopOverHttp,
+)
 from bench.comparison.workload import (
     PUBMEDQA,
     SCIFACT,
@@ -330,7 +339,7 @@ def runs_summary(runs_file: RunsFile) -> dict[str, Any]:
 def runs_file_beside(output: Path) -> Path:
     """The runs a results file was computed from, kept next to it (so a smoke run with its own
     ``--output`` never adds to the committed runs)."""
-    return output.with_name(f"{output.stem}-runs.jsonl")
+    return output.with_name(f"{output.stem}-runs.jsonl{XZ_SUFFIX}")
 
 
 def _int_list(text: str) -> list[int]:
@@ -362,22 +371,7 @@ def main() -> None:
     )
     parser.add_argument("--profile", default="", help="py-spy every process into this folder")
     parser.add_argument("--output", default=str(RESULTS_DIR / "compare.json"))
-    parser.add_argument(
-        "--runs-file",
-        default="",
-        help="every query run: answer, evidence, tokens, timings (default: beside --output, "
-        "NAME-runs.jsonl; bench/results/compare-runs.jsonl is committed with compare.json)",
-    )
-    parser.add_argument(
-        "--fresh",
-        action="store_true",
-        help="delete the runs file first (by default, runs already in it are not made again)",
-    )
-    parser.add_argument(
-        "--summarise",
-        action="store_true",
-        help="compute the figures from the runs file into --output, run nothing",
-    )
+    add_runs_file_arguments(parser, SYSTEMS)
     parser.add_argument(
         "--report-only", action="store_true", help="print the tables of --output and stop"
     )
@@ -387,22 +381,13 @@ def main() -> None:
     if args.report_only:
         print(report.render(read_results(output), args.clients))
         return
-    # `kill` stops the run like Ctrl-C: the services and servers are stopped on the way out.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
-    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    start_long_run()
     runs_file = RunsFile(Path(args.runs_file) if args.runs_file else runs_file_beside(output))
-    if args.fresh:
-        runs_file.clear()
+    prepare_runs_file(runs_file, args)
     figures: dict[str, Any] = {}
-    if not args.summarise:
-        try:
+    with runs_kept_on_interrupt(runs_file):
+        if not args.summarise:
             figures = run(args, runs_file)
-        except KeyboardInterrupt:
-            sys.exit(
-                f"\ninterrupted: the runs made so far are kept in {runs_file.path}; the same "
-                "command goes on from there (--summarise writes the figures of what is there)"
-            )
     merged = merged_results(read_results(output), figures, runs_summary(runs_file))
     write_results(output, merged)
     print("\n" + report.render(merged, args.clients))

@@ -11,8 +11,11 @@ for tuning, ``--split report`` (articles 5-12, the official test split) for the 
 Each run (system, data set, question) is appended to the runs file as it ends; an invocation
 makes only the runs the file lacks (or that failed), so it can be stopped (Ctrl-C, ``kill``) and
 started again, and runs of several sessions combine. The figures are computed from every run in
-the file and merged into ``--output``. ``--fresh`` starts over; ``--summarise`` only recomputes the
-figures; ``--report-only`` prints the tables of ``--output``. A smoke run:
+the file and merged into ``--output``. The runs file is ``NAME-runs.jsonl.xz`` beside ``--output``
+(a JSON line a run, xz-compressed; compacted into one xz stream when the invocation ends).
+``--fresh`` starts over; ``--forget SYSTEM`` drops one system's runs, to make them again;
+``--summarise`` only recomputes the figures; ``--report-only`` prints the tables of ``--output``.
+A smoke run:
 ``--squad 4 --pubmedqa 2 --corpus-limit 40 --output /tmp/quality-smoke/quality.json``.
 """
 
@@ -48,10 +51,12 @@ from bench.baseline import BaselineRag, openai_chat
 from bench.common import (
     RESULTS_DIR,
     SHARED_DATA,
+    add_runs_file_arguments,
     add_sampling_arguments,
     cache_dir,
     check_parts,
     machine,
+    prepare_runs_file,
     read_results,
     runs_kept_on_interrupt,
     start_long_run,
@@ -217,11 +222,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="",
         help="default: bench/results/quality.json (quality-dev.json for --split dev)",
     )
-    parser.add_argument("--runs-file", default="", help="default: beside --output, NAME-runs.jsonl")
-    parser.add_argument("--fresh", action="store_true", help="delete the runs file first")
-    parser.add_argument(
-        "--summarise", action="store_true", help="compute --output from the runs file, run nothing"
-    )
+    add_runs_file_arguments(parser, SYSTEMS)
     parser.add_argument(
         "--report-only", action="store_true", help="print the tables of --output and stop"
     )
@@ -252,11 +253,10 @@ def main() -> None:
     runs_file = QualityRunsFile(
         Path(args.runs_file) if args.runs_file else runs_file_beside(output)
     )
-    if args.fresh:
-        runs_file.clear()
+    prepare_runs_file(runs_file, args)
     invocation: dict[str, Any] = {}
-    if not args.summarise:
-        with runs_kept_on_interrupt(runs_file.path):
+    with runs_kept_on_interrupt(runs_file):
+        if not args.summarise:
             invocation = run(args, runs_file)
     figures = (
         read_results(output)

@@ -7,9 +7,9 @@ retrieved and passed (``QualityAnswer``). Whether an answer refuses and whether 
 computed from the recorded answer each time the file is read, so every run is scored by the same
 rules, whenever it was made.
 
-The runs file is ``bench.comparison.runs.RunsFile``'s (a JSON line a run, appended as it ends; a
-line cut short by a kill is ignored; the last run of a key counts): an invocation makes only the
-runs it lacks, or that failed.
+The runs file is ``bench.comparison.runs.RunsFile``'s (a JSON line a run, xz-compressed, appended
+as it ends; a run cut short by a kill is ignored; the last run of a key counts): an invocation
+makes only the runs it lacks, or that failed.
 """
 
 from __future__ import annotations

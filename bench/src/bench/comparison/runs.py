@@ -13,8 +13,10 @@ file already holds and the figures are computed from every run in it.
 from __future__ import annotations
 
 import json
+import lzma
+import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -168,11 +170,46 @@ class Meter:
         return QueryRun(system.name, item, seconds, answered, server, cpu, error)
 
 
+XZ_SUFFIX = ".xz"
+_XZ_MAGIC = b"\xfd7zXZ\x00"  # how every xz stream begins
+_COMPACT_PRESET = 9 | lzma.PRESET_EXTREME
+
+
+def _xz_streams(data: bytes) -> Iterator[bytes]:
+    """What each whole xz stream in ``data`` holds, in order. A stream cut short (by a kill while
+    it was appended) or corrupt is passed over: reading goes on at the next stream's header, so
+    the runs appended after it are kept."""
+    while data:
+        decompressor = lzma.LZMADecompressor(lzma.FORMAT_XZ)
+        try:
+            content = decompressor.decompress(data)
+        except lzma.LZMAError:
+            content = b""
+        if decompressor.eof:
+            yield content
+            data = decompressor.unused_data
+            continue
+        following = data.find(_XZ_MAGIC, 1)
+        if following < 0:
+            return
+        data = data[following:]
+
+
 @dataclass(frozen=True)
 class RunsFile:
-    """Every query run so far, one JSON object a line, appended as each run ends."""
+    """Every query run so far, one JSON object a line, appended as each run ends.
+
+    A path ending in ``.xz`` (``NAME-runs.jsonl.xz``, the default) holds the lines xz-compressed:
+    each line appended is an xz stream of its own (concatenated streams are one .xz file, which
+    ``xz -dc`` reads whole), and ``compact`` rewrites the file as one stream, several times smaller
+    than a stream a line. Any other path holds the lines as they are.
+    """
 
     path: Path
+
+    @property
+    def compressed(self) -> bool:
+        return self.path.suffix == XZ_SUFFIX
 
     def runs(self) -> list[QueryRun]:
         """The recorded runs, the last one of each key; a line cut short by a kill is ignored."""
@@ -191,24 +228,64 @@ class RunsFile:
         return list(dict.fromkeys(commit for commit in commits if commit))
 
     def _records(self) -> Iterator[dict[str, Any]]:
-        if not self.path.exists():
-            return
-        for line in self.path.read_text().splitlines():
+        if self.path.exists():
+            for _, record in self._lines(self.path.read_bytes()):
+                yield record
+
+    def _lines(self, data: bytes) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Each well-formed line of the file's ``data`` (a JSON object), with its record."""
+        text = b"".join(_xz_streams(data)) if self.compressed else data
+        for line in text.decode().splitlines():
             try:
                 record = json.loads(line)
             except ValueError:
                 continue
             if isinstance(record, dict):
-                yield record
+                yield line, record
+
+    def _encoded(self, text: str, preset: int | None = None) -> bytes:
+        return lzma.compress(text.encode(), preset=preset) if self.compressed else text.encode()
 
     def append(self, run: QueryRun, provenance: Mapping[str, str]) -> None:
         """Record ``run`` with where it came from (commit, changed settings)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a+b") as records:
             records.seek(0, 2)
-            if records.tell() and (records.seek(-1, 2), records.read(1))[1] != b"\n":
-                records.write(b"\n")  # after a line cut short: keep the new record whole
-            records.write((json.dumps(run.record() | dict(provenance)) + "\n").encode())
+            if not self.compressed and records.tell():
+                records.seek(-1, 2)
+                if records.read(1) != b"\n":
+                    records.write(b"\n")  # after a line cut short: keep the new record whole
+            records.write(self._encoded(json.dumps(run.record() | dict(provenance)) + "\n"))
+
+    def compact(self) -> None:
+        """Rewrite the file with its well-formed lines only, compressed as one xz stream."""
+        self._rewrite(lambda record: True)
+
+    def forget(self, systems: Collection[str]) -> int:
+        """Drop the runs of ``systems`` (and compact); returns how many records went."""
+        return self._rewrite(lambda record: record.get("system") not in systems)
+
+    def _rewrite(self, keep: Callable[[dict[str, Any]], bool]) -> int:
+        """Replace the file by one of its well-formed lines whose record ``keep`` accepts;
+        returns how many such lines were left out."""
+        if not self.path.exists():
+            return 0
+        temporary = self.path.with_name(f"{self.path.name}.tmp")
+        while True:
+            data = self.path.read_bytes()
+            lines = list(self._lines(data))
+            kept = [line for line, record in lines if keep(record)]
+            with temporary.open("wb") as rewritten:
+                rewritten.write(
+                    self._encoded("".join(f"{line}\n" for line in kept), _COMPACT_PRESET)
+                )
+                rewritten.flush()
+                os.fsync(rewritten.fileno())
+            # A benchmark may append to the file meanwhile (a --summarise while it runs): read
+            # it again rather than lose that run. os.replace: a kill leaves either whole file.
+            if self.path.stat().st_size == len(data):
+                os.replace(temporary, self.path)
+                return len(lines) - len(kept)
 
     def clear(self) -> None:
         self.path.unlink(missing_ok=True)
