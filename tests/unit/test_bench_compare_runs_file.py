@@ -16,13 +16,13 @@ from typing import Any
 
 import httpx
 import pytest
+
 from bench.common import add_runs_file_arguments, prepare_runs_file, runs_kept_on_interrupt
 from bench.compare import latency_runs, runs_file_beside, runs_summary
 from bench.comparison.llama_metrics import ServerCounts
 from bench.comparison.runs import Answered, Meter, QueryRun, RunsFile
 from bench.comparison.systems import SYSTEMS, spent_by_node
 from bench.comparison.workload import WorkItem
-
 from ragloop.core.domain import ModelUsage
 
 CLAIM = WorkItem("scifact", "7", "A claim.", frozenset({"d1", "d2"}))

@@ -9,6 +9,7 @@ import lzma
 from pathlib import Path
 
 import pytest
+
 from bench.answers.items import SQUAD2, QualityItem
 from bench.answers.runs import QualityAnswer, QualityRun, QualityRunsFile, RoundInfo, pending
 from bench.compare import runs_file_beside
@@ -16,7 +17,6 @@ from bench.comparison.llama_metrics import ServerCounts
 from bench.comparison.runs import QueryRun
 from bench.comparison.workload import PUBMEDQA, WorkItem
 from bench.quality import default_output, parse_args
-
 from ragloop.core.domain import ModelUsage
 
 ANSWERABLE = QualityItem(
