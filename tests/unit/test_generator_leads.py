@@ -120,7 +120,7 @@ async def test_a_scored_reply_naming_no_lead_leaves_the_choice_to_the_answer() -
 
 async def test_without_lead_instructions_there_is_no_scored_call() -> None:
     model = ScriptedChatModel([answer_reply("It works.")])
-    answer = await ModelGenerator(model).generate("Does it work?", [doc("d1")])
+    answer = await ModelGenerator(model, support_threshold=0).generate("Does it work?", [doc("d1")])
     assert answer.text == "It works. [1]" and len(model.calls) == 1
 
 

@@ -578,7 +578,9 @@ async def test_many_passed_passages_do_not_exceed_the_generators_limit() -> None
             ScriptedRetriever({"q": documents}),
             DictGrader({d.id: PASS for d in documents}),
             ScriptedRewriter([]),
-            ModelGenerator(model, max_documents=20, answer_format=AnswerFormat.JSON),
+            ModelGenerator(
+                model, support_threshold=0, max_documents=20, answer_format=AnswerFormat.JSON
+            ),
         )
     )
 

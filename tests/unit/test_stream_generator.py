@@ -29,9 +29,9 @@ async def stream(
     model = ScriptedChatModel(list(replies))
     events = [
         e
-        async for e in ModelGenerator(model, answer_format=AnswerFormat.JSON).generate_stream(
-            "What is X?", documents
-        )
+        async for e in ModelGenerator(
+            model, support_threshold=0, answer_format=AnswerFormat.JSON
+        ).generate_stream("What is X?", documents)
     ]
     *deltas, answer = events
     assert all(isinstance(d, AnswerDelta) for d in deltas)
@@ -58,7 +58,7 @@ async def test_deltas_build_the_answer_text_before_the_answer_arrives() -> None:
 async def test_the_streamed_answer_is_the_answer_generate_returns() -> None:
     _, streamed, _ = await stream([ANSWER])
     generated = await ModelGenerator(
-        ScriptedChatModel([ANSWER]), answer_format=AnswerFormat.JSON
+        ScriptedChatModel([ANSWER]), support_threshold=0, answer_format=AnswerFormat.JSON
     ).generate("What is X?", DOCUMENTS)
 
     assert streamed == generated
@@ -112,8 +112,8 @@ async def test_an_empty_question_is_rejected_before_the_model_is_called(question
     with pytest.raises(InvalidInput):
         [
             e
-            async for e in ModelGenerator(model, answer_format=AnswerFormat.JSON).generate_stream(
-                question, DOCUMENTS
-            )
+            async for e in ModelGenerator(
+                model, support_threshold=0, answer_format=AnswerFormat.JSON
+            ).generate_stream(question, DOCUMENTS)
         ]
     assert model.calls == []

@@ -17,9 +17,9 @@ DOCS = [doc("d1", "Normandy is a region in France."), doc("d2", "The Normans cam
 
 async def generate(reply: str, instructions: str = "") -> tuple[Answer, ScriptedChatModel]:
     model = ScriptedChatModel([reply])
-    answer = await ModelGenerator(model, answer_format=AnswerFormat.TEXT).generate(
-        "Where is Normandy?", DOCS, instructions
-    )
+    answer = await ModelGenerator(
+        model, support_threshold=0, answer_format=AnswerFormat.TEXT
+    ).generate("Where is Normandy?", DOCS, instructions)
     return answer, model
 
 
@@ -70,7 +70,9 @@ async def test_the_instructions_follow_the_question() -> None:
 
 async def stream(reply: str) -> list[AnswerDelta | Answer]:
     generator = ModelGenerator(
-        ScriptedChatModel([reply], stream_piece_chars=4), answer_format=AnswerFormat.TEXT
+        ScriptedChatModel([reply], stream_piece_chars=4),
+        support_threshold=0,
+        answer_format=AnswerFormat.TEXT,
     )
     return [item async for item in generator.generate_stream("Where is Normandy?", DOCS)]
 

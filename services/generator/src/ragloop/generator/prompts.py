@@ -119,3 +119,22 @@ def instructions_line(instructions: str) -> str:
     so that they stay one line of the prompt."""
     instructions = " ".join(instructions.split())
     return f"{INSTRUCTIONS_LABEL}: {instructions}\n" if instructions else ""
+
+
+SUPPORT_PROMPT_VERSION = "support-v1"
+SUPPORT_SYSTEM = (
+    "You check an answer against a document. Reply yes if the document states this answer to "
+    "the question as asked. Reply no if the document does not state it, or states it about "
+    "something other than what the question asks. Reply with one word: yes or no."
+)
+
+
+def support_messages(question: str, documents: list[Document], answer: str) -> list[ChatMessage]:
+    """The prompt of the scored call that checks a written ``answer`` (its citation markers
+    removed) against the passages it cites (support-v1)."""
+    document = "\n\n".join(doc.text.strip() for doc in documents)
+    user = (
+        f"<document>\n{document}\n</document>\n\nQuestion: {question}\nAnswer: {answer}\n"
+        "Does the document state this answer to the question? Reply yes or no."
+    )
+    return [ChatMessage("system", SUPPORT_SYSTEM), ChatMessage("user", user)]

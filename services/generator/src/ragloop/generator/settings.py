@@ -7,6 +7,7 @@ from ragloop.core.settings import ChatModelSettings
 from ragloop.core.stage_registry import stage_spec
 from ragloop.generator.leads import DEFAULT_LEAD_YES_THRESHOLD
 from ragloop.generator.stage import AnswerFormat
+from ragloop.generator.support import DEFAULT_SUPPORT_THRESHOLD
 
 
 class GeneratorSettings(ChatModelSettings):
@@ -30,4 +31,14 @@ class GeneratorSettings(ChatModelSettings):
         "yes for the answer to begin with it; below, it begins with no. Calibrated on PubMedQA "
         "dev questions with the 1.5B model, which says yes too readily; a larger, better "
         "calibrated model may want 0.5 (docs/decisions/0004-answer-leads.md).",
+    )
+    generator_support_threshold: float = Field(
+        DEFAULT_SUPPORT_THRESHOLD,
+        ge=0.0,
+        le=1.0,
+        description="Once an answer is written, one scored call asks whether the passages it "
+        "cites state it; below this probability of yes the answer becomes the refusal (0: no "
+        "check). Answers that lead with a decision the instructions ask for are not checked. "
+        "Calibrated on SQuAD 2.0 dev questions with the 1.5B model "
+        "(docs/decisions/0008-answer-support-check.md).",
     )

@@ -33,10 +33,19 @@ from ragloop.generator.citations import compose_answer, plain_text
 from ragloop.generator.draft import DraftAnswer, parse_draft
 from ragloop.generator.leads import (
     DEFAULT_LEAD_YES_THRESHOLD,
+    NO,
+    YES,
     chosen_lead,
     required_lead,
 )
-from ragloop.generator.prompts import NO_ANSWER, answer_schema, generate_messages, lead_messages
+from ragloop.generator.prompts import (
+    NO_ANSWER,
+    answer_schema,
+    generate_messages,
+    lead_messages,
+    support_messages,
+)
+from ragloop.generator.support import DEFAULT_SUPPORT_THRESHOLD, cited_documents
 from ragloop.generator.text_answer import parse_text_answer, text_messages
 
 log = logging.getLogger(__name__)
@@ -77,9 +86,11 @@ class ModelGenerator:
         max_documents: int = 20,
         answer_format: AnswerFormat = AnswerFormat.JSON,
         lead_yes_threshold: float = DEFAULT_LEAD_YES_THRESHOLD,
+        support_threshold: float = DEFAULT_SUPPORT_THRESHOLD,
     ) -> None:
         self._model = model
         self._lead_yes_threshold = lead_yes_threshold
+        self._support_threshold = support_threshold
         self._max_tokens = max_tokens
         self._max_documents = max_documents
         self._format = AnswerFormat(answer_format)
@@ -96,7 +107,8 @@ class ModelGenerator:
         messages = self._messages(question, documents, instructions)
         if self._format is AnswerFormat.TEXT:
             text_reply = await self._model.complete(messages, max_tokens=self._max_tokens)
-            return self._answer(self._parsed_text(text_reply), documents, lead)
+            answer = self._answer(self._parsed_text(text_reply), documents, lead)
+            return await self._checked_support(question, answer, documents, lead)
         reply = await complete_structured(
             self._model,
             messages,
@@ -104,7 +116,9 @@ class ModelGenerator:
             parse=parse_draft,
             max_tokens=self._max_tokens,
         )
-        return self._answer(reply, documents, lead)
+        return await self._checked_support(
+            question, self._answer(reply, documents, lead), documents, lead
+        )
 
     async def generate_stream(
         self, question: str, documents: list[Document], instructions: str = ""
@@ -137,7 +151,12 @@ class ModelGenerator:
                         shown += piece
                         yield AnswerDelta(piece)
             assert text_reply is not None, "a model's stream always ends with its reply"
-            answer = self._answer(self._parsed_text(text_reply), documents, lead)
+            answer = await self._checked_support(
+                question,
+                self._answer(self._parsed_text(text_reply), documents, lead),
+                documents,
+                lead,
+            )
             if plain_text(shown) != plain_text(answer.text):
                 yield AnswerDelta(answer.text, restart=bool(shown))
             yield answer
@@ -163,7 +182,9 @@ class ModelGenerator:
                     shown = text if restart else shown + text
                     restart = False
         assert reply is not None, "stream_structured always ends with its reply"
-        answer = self._answer(reply, documents, lead)
+        answer = await self._checked_support(
+            question, self._answer(reply, documents, lead), documents, lead
+        )
         if plain_text(shown) != plain_text(answer.text):
             yield AnswerDelta(answer.text, restart=bool(shown))
         yield answer
@@ -200,6 +221,31 @@ class ModelGenerator:
             log.warning("the scored lead named none of %s; the answer chooses it", choices)
             return _Lead(None, choices, usage)
         return _Lead(chosen_lead(probabilities, self._lead_yes_threshold), choices, usage)
+
+    async def _checked_support(
+        self, question: str, answer: Answer, documents: list[Document], lead: _Lead
+    ) -> Answer:
+        """``answer``, or the refusal when the model, asked whether the passages it cites state
+        it, gives yes a probability below the support threshold. Not for refusals, nor for
+        answers that lead with a decision the instructions asked for: a decision is weighed from
+        the sources rather than stated in them, and checking it refused right ones (decision
+        0008)."""
+        cited = cited_documents(answer, documents)
+        if self._support_threshold <= 0 or lead.choices or not cited:
+            return answer
+        reply = await self._model.next_token(
+            support_messages(question, cited, plain_text(answer.text))
+        )
+        usage = answer.usage + call_usage(self._model.name, reply)
+        probabilities = word_probabilities(reply, (YES, NO))
+        if probabilities is None:
+            log.warning("the support check named neither yes nor no; the answer stands")
+        elif probabilities[YES] < self._support_threshold:
+            log.info(
+                "answer refused: its sources do not state it", extra={"support": probabilities[YES]}
+            )
+            return Answer(NO_ANSWER, [], grounded=False, usage=usage)
+        return replace(answer, usage=usage)
 
     def _parsed_text(self, reply: ChatReply) -> StructuredReply[DraftAnswer]:
         usage = call_usage(self._model.name, reply)

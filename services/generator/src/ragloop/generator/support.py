@@ -1,0 +1,17 @@
+"""The support check: once an answer is written, one scored call asks whether the passages it
+cites state it, and an answer the model itself does not find in them becomes the honest refusal.
+Why, with the measurements: docs/decisions/0008-answer-support-check.md.
+"""
+
+from __future__ import annotations
+
+from ragloop.core.domain import Answer, Document
+
+# Calibrated on SQuAD 2.0 dev questions with the default model (docs/decisions/0008); 0: off.
+DEFAULT_SUPPORT_THRESHOLD = 0.6
+
+
+def cited_documents(answer: Answer, documents: list[Document]) -> list[Document]:
+    """The passages the answer cites, each once, in the order first cited."""
+    numbers = dict.fromkeys(citation.number for citation in answer.citations)
+    return [documents[number - 1] for number in numbers if 1 <= number <= len(documents)]

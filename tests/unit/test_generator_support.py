@@ -1,0 +1,108 @@
+"""The support check: a written answer whose cited passages the model does not find stating it
+becomes the refusal."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from ragloop.core.domain import Answer, AnswerDelta, Citation
+from ragloop.generator.prompts import NO_ANSWER
+from ragloop.generator.stage import ModelGenerator
+from ragloop.generator.support import cited_documents
+from tests.unit.fakes import ScriptedChatModel, doc
+
+DOCUMENTS = [doc("d1", "Paris is the capital of France."), doc("d2", "Lyon is in France.")]
+
+
+def logprobs(**probabilities: float) -> dict[str, float]:
+    return {f" {word.capitalize()}": math.log(p) for word, p in probabilities.items()}
+
+
+def answer_reply(*sentences: tuple[int, str]) -> str:
+    return json.dumps(
+        {"answerable": True, "sentences": [{"source": n, "text": t} for n, t in sentences]}
+    )
+
+
+CAPITAL = answer_reply((1, "The capital is Paris."))
+
+
+async def test_an_answer_its_sources_state_stands_and_the_check_is_in_its_cost() -> None:
+    model = ScriptedChatModel([CAPITAL, "Yes"], token_logprobs=[logprobs(yes=0.9, no=0.1)])
+    answer = await ModelGenerator(model, support_threshold=0.6).generate(
+        "What is the capital of France?", DOCUMENTS
+    )
+    assert answer.text == "The capital is Paris. [1]"
+    assert answer.usage.calls == 2
+    check = model.calls[1]
+    assert check.max_tokens == 1
+    assert "Paris is the capital of France." in check.text  # the cited passage …
+    assert "Lyon" not in check.text  # … and no other
+    assert "Answer: The capital is Paris.\n" in check.text  # without its citation markers
+
+
+@pytest.mark.parametrize(
+    ("token", "token_logprobs"),
+    [
+        ("Yes", logprobs(yes=0.4, no=0.6)),  # yes sampled, but below the threshold
+        ("No", None),  # no log-probabilities: the sampled word stands as 1 or 0
+    ],
+)
+async def test_an_answer_its_sources_do_not_state_becomes_the_refusal(
+    token: str, token_logprobs: dict[str, float] | None
+) -> None:
+    model = ScriptedChatModel([CAPITAL, token], token_logprobs=[token_logprobs])
+    answer = await ModelGenerator(model, support_threshold=0.6).generate(
+        "What is the capital of Spain?", DOCUMENTS
+    )
+    assert answer.text == NO_ANSWER and answer.citations == [] and not answer.grounded
+    assert answer.usage.calls == 2
+
+
+async def test_a_check_naming_neither_word_leaves_the_answer() -> None:
+    model = ScriptedChatModel([CAPITAL, "The"], token_logprobs=[logprobs(the=0.9)])
+    answer = await ModelGenerator(model, support_threshold=0.6).generate("Capital?", DOCUMENTS)
+    assert answer.text == "The capital is Paris. [1]"
+
+
+async def test_no_check_for_a_refusal_a_required_decision_or_threshold_zero() -> None:
+    refusal = json.dumps({"answerable": False, "sentences": []})
+    model = ScriptedChatModel([refusal])
+    assert (await ModelGenerator(model).generate("Capital?", DOCUMENTS)).text == NO_ANSWER
+
+    model = ScriptedChatModel(["Yes", CAPITAL], token_logprobs=[logprobs(yes=0.9, no=0.1)])
+    decided = await ModelGenerator(model).generate(
+        "Is Paris the capital?", DOCUMENTS, "Begin your answer with yes or no."
+    )
+    assert decided.text.startswith("Yes.") and len(model.calls) == 2  # lead call and answer
+
+    model = ScriptedChatModel([CAPITAL])
+    unchecked = await ModelGenerator(model, support_threshold=0).generate("Capital?", DOCUMENTS)
+    assert unchecked.text == "The capital is Paris. [1]" and len(model.calls) == 1
+
+
+async def test_a_streamed_answer_the_check_refuses_is_replaced_by_the_refusal() -> None:
+    model = ScriptedChatModel(
+        [CAPITAL, "No"], token_logprobs=[logprobs(yes=0.1, no=0.9)], stream_piece_chars=5
+    )
+    events = [
+        event
+        async for event in ModelGenerator(model, support_threshold=0.6).generate_stream(
+            "What is the capital of Spain?", DOCUMENTS
+        )
+    ]
+    *deltas, answer = events
+    assert isinstance(answer, Answer) and answer.text == NO_ANSWER
+    assert deltas[-1] == AnswerDelta(NO_ANSWER, restart=True)
+
+
+def test_the_cited_documents_once_each_in_order_of_citation() -> None:
+    answer = Answer(
+        "b [2] a [1] b again [2]",
+        [Citation(2, "d2", "d2.md", ""), Citation(1, "d1", "d1.md", ""), Citation(2, "d2", "", "")],
+        grounded=True,
+    )
+    assert [d.id for d in cited_documents(answer, DOCUMENTS)] == ["d2", "d1"]
