@@ -12,6 +12,7 @@ from typing import Any
 
 from ragloop.core import context
 from ragloop.core.grpc.server import ServiceSpec
+from ragloop.core.names import Stage, values
 from ragloop.generator.servicer import GeneratorServicer
 from ragloop.grader.servicer import GraderServicer
 from ragloop.local.processes import free_port
@@ -32,7 +33,7 @@ from ragloop.v1 import (
 from tests.service.http_helpers import serving_http
 from tests.service.stack_helpers import stage_address
 
-STAGES = ("retriever", "grader", "rewriter", "generator")
+STAGES = values(Stage)
 
 
 def retriever_spec(stage: Any) -> ServiceSpec:
