@@ -8,8 +8,9 @@ Whole files: ``deploy/k8s/<stage>.yaml``, from ``deploy/templates/k8s-stage.yaml
 hand-written files, between a ``# begin <region>: …`` and a ``# end <region>`` line: the stages'
 services (from ``deploy/templates/compose-stage.yml``) and the orchestrator's stage addresses and
 dependencies in docker-compose.yml, the stage manifests and images of the kustomization, the stage
-addresses of the ConfigMap, and the stages' scrape jobs. tests/deploy/test_deploy_files.py fails
-while any of them is out of date.
+addresses of the ConfigMap, and the stages' scrape jobs. In place: the PromQL matchers that name
+the ragloop jobs and the chat stages' services (alert rules, stages dashboard).
+tests/deploy/test_deploy_files.py fails while any of them is out of date.
 """
 
 from __future__ import annotations
