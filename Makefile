@@ -26,7 +26,7 @@ export UV_PYTHON_DOWNLOADS := never
 PYTEST_ARGS ?=
 
 .PHONY: help install models run run-no-ingest test test-unit test-service test-integration test-observability test-browser \
-        bench bench-retrieval bench-models protos check settings-docs lint format clean \
+        bench bench-retrieval bench-models protos check settings-docs deploy-files lint format clean \
         up down test-deploy bench-reliability bench-compare bench-quality
 
 help:  ## list targets
@@ -113,11 +113,15 @@ bench-quality: models  ## answer accuracy: ragloop, single-shot, plain RAG, Lang
 protos: $(STAMP)  ## regenerate ragloop.v1 stubs from protos/
 	$(PY) -m ragloop.core.protogen libs/core/src
 
-check: lint  ## lint, format check, and committed stubs in sync with protos
+check: lint  ## lint, format check, committed stubs in sync with protos, deploy files in sync with the stage registry
 	$(PY) -m pytest -q tests/unit/test_protos_in_sync.py
+	$(PY) scripts/deploy_files.py --check
 
 settings-docs: $(STAMP)  ## regenerate deploy/.env.example and docs/configuration.md's settings table
 	$(PY) scripts/settings_docs.py
+
+deploy-files: $(STAMP)  ## rewrite the stages' parts of deploy/ (compose, k8s, Prometheus) from the stage registry
+	$(PY) scripts/deploy_files.py
 
 lint: $(STAMP)  ## ruff
 	$(VENV)/bin/ruff check .

@@ -16,12 +16,10 @@ from ragloop.core.settings import (
     CommonSettings,
     ModelProviderSettings,
     setting_variable,
+    shared_settings,
 )
-from ragloop.generator.settings import GeneratorSettings
-from ragloop.grader.settings import GraderSettings
+from ragloop.core.stage_registry import STAGE_SPECS
 from ragloop.orchestrator.settings import OrchestratorSettings
-from ragloop.retriever.settings import RetrieverSettings
-from ragloop.rewriter.settings import RewriterSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- settings:begin -->", "<!-- settings:end -->"
@@ -35,10 +33,10 @@ GROUPS: list[tuple[str, type[BaseSettings], type[BaseSettings] | None]] = [
     ("every service", CommonSettings, None),
     ("model stages", ModelProviderSettings, CommonSettings),
     ("chat stages", ChatModelSettings, ModelProviderSettings),
-    ("retriever", RetrieverSettings, ModelProviderSettings),
-    ("grader", GraderSettings, ChatModelSettings),
-    ("rewriter", RewriterSettings, ChatModelSettings),
-    ("generator", GeneratorSettings, ChatModelSettings),
+    *(
+        (spec.name.value, spec.settings_class, shared_settings(spec.settings_class))
+        for spec in STAGE_SPECS
+    ),
     ("orchestrator", OrchestratorSettings, CommonSettings),
 ]
 

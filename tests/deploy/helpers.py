@@ -9,6 +9,7 @@ from functools import cache
 
 from pydantic_settings import BaseSettings
 
+from ragloop.core.names import Stage, values
 from tests.conftest import REPO_ROOT
 
 DEPLOY = REPO_ROOT / "deploy"
@@ -18,8 +19,8 @@ ENV_EXAMPLE = DEPLOY / ".env.example"
 INIT_ENV = DEPLOY / "init-env.sh"
 K8S = DEPLOY / "k8s"
 
-SERVICES = ("retriever", "grader", "rewriter", "generator", "orchestrator")
-STAGES = SERVICES[:4]
+STAGES = values(Stage)
+SERVICES = (*STAGES, "orchestrator")
 
 
 @cache

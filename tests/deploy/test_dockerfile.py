@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -136,6 +137,30 @@ def _included(path: str, patterns: list[str]) -> bool:
     return included
 
 
+def workspace_manifests() -> list[str]:
+    """uv.lock and the pyproject.toml of the workspace and of each of its members."""
+    workspace = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+    members = workspace["tool"]["uv"]["workspace"]["members"]
+    found = [
+        path.relative_to(REPO_ROOT).as_posix()
+        for member in members
+        for path in REPO_ROOT.glob(f"{member}/pyproject.toml")
+    ]
+    assert {f"services/{service}/pyproject.toml" for service in SERVICES} <= set(found)
+    return ["uv.lock", "pyproject.toml", *found]
+
+
+def test_the_dependency_layer_sees_every_manifest_and_no_source() -> None:
+    # The manifests stage copies the whole context and keeps only these (uv needs them all).
+    assert ("COPY", ". .") in instructions("manifests")
+    (prune,) = [args for keyword, args in instructions("manifests") if keyword == "RUN"]
+    assert prune == "find . -type f ! -name pyproject.toml ! -name uv.lock -delete"
+    build = instructions("build")
+    sync = next(i for i, (_, args) in enumerate(build) if "--no-install-workspace" in args)
+    copies = [args for keyword, args in build[:sync] if keyword == "COPY"]
+    assert copies == ["--from=manifests /src ./"], "sources before the dependency layer"
+
+
 def test_dockerignore_sends_what_the_build_copies_and_nothing_heavy() -> None:
     patterns = [
         line.strip()
@@ -145,10 +170,11 @@ def test_dockerignore_sends_what_the_build_copies_and_nothing_heavy() -> None:
     copied = [
         source
         for keyword, args in instructions("build")
-        if keyword == "COPY"
+        if keyword == "COPY" and not args.startswith("--from=")
         for source in args.split()[:-1]
     ]
     assert copied
+    copied += workspace_manifests()  # what the manifests stage keeps of its `COPY . .`
     for source in copied:
         for service in SERVICES:
             path = source.replace("${SERVICE}", service).rstrip("/")

@@ -1,4 +1,4 @@
-"""The five ragloop processes (four stages and the orchestrator) started as `make run` starts
+"""The ragloop processes (the stages and the orchestrator) started as `make run` starts
 them, with ports of their own on this machine and no RAGLOOP_BIND_HOST: what they listen on is
 their default. The chat model is a fake OpenAI-compatible server in the test (no model server)."""
 
@@ -9,10 +9,13 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ragloop.core.names import Stage, values
+from ragloop.core.settings import setting_variable
+from ragloop.core.stage_registry import stage_spec
 from ragloop.local.processes import ChildProcess, free_port
 from ragloop.local.readiness import grpc_serving, http_ok
 
-STAGES = ("retriever", "grader", "rewriter", "generator")
+STAGES = values(Stage)
 STARTUP_TIMEOUT_S = 120
 
 
@@ -36,7 +39,7 @@ class Processes:
 
 
 def start_processes(log_dir: Path, env: dict[str, str]) -> Processes:
-    """Start the five processes with ``env`` on free ports; wait until the orchestrator reports
+    """Start the processes with ``env`` on free ports; wait until the orchestrator reports
     every stage ready. The caller stops them (also when this raises)."""
     running = Processes()
     for stage in STAGES:
@@ -45,14 +48,16 @@ def start_processes(log_dir: Path, env: dict[str, str]) -> Processes:
     running.ports["orchestrator http"] = free_port()
     running.ports["orchestrator grpc"] = free_port()
     addresses = {
-        f"RAGLOOP_{stage.upper()}_ADDRESS": f"127.0.0.1:{running.ports[f'{stage} grpc']}"
+        setting_variable(stage_spec(stage).address_setting): (
+            f"127.0.0.1:{running.ports[f'{stage} grpc']}"
+        )
         for stage in STAGES
     }
     common = {**env, **addresses}
     for stage in STAGES:
         stage_env = {
             **common,
-            f"RAGLOOP_{stage.upper()}_PORT": str(running.ports[f"{stage} grpc"]),
+            setting_variable(stage_spec(stage).port_setting): str(running.ports[f"{stage} grpc"]),
             "RAGLOOP_METRICS_PORT": str(running.ports[f"{stage} metrics"]),
         }
         running.children.append(_spawn(stage, log_dir, stage_env))

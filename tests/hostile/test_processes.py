@@ -15,7 +15,7 @@ from http.server import ThreadingHTTPServer
 import httpx
 import pytest
 
-from tests.hostile.processes import Processes, listening_addresses, start_processes
+from tests.hostile.processes import STAGES, Processes, listening_addresses, start_processes
 from tests.service.test_openai_provider import FakeOpenAI, reset_fake_openai
 
 API_KEY = "hostile-rest-key-6b1f0c2e9d8a4b7f"
@@ -103,7 +103,7 @@ def test_no_secret_appears_in_any_log(processes: Processes) -> None:
     keys_sent = {headers.get("authorization") for _, headers, _ in FakeOpenAI.requests}
     assert keys_sent == {f"Bearer {OPENAI_KEY}"}
     logs = processes.logs()
-    assert set(logs) == {"retriever", "grader", "rewriter", "generator", "orchestrator"}
+    assert set(logs) == {*STAGES, "orchestrator"}
     # Keys are logged, by the first 8 hex characters of their sha256 only.
     assert hashlib.sha256(API_KEY.encode()).hexdigest()[:8] in logs["orchestrator"]
     assert "request with an unknown API key refused" in logs["orchestrator"]

@@ -11,11 +11,12 @@ import httpx
 import pytest
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from ragloop.core.names import Stage, values
 from ragloop.local.launcher import Stack, StackConfig
 from tests.conftest import MODELS_DIR, REPO_ROOT
 
 pytestmark = pytest.mark.integration
-STAGES = ("retriever", "grader", "rewriter", "generator")
+STAGES = values(Stage)
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +101,4 @@ def test_reflection_lists_each_stage_and_health(stack: Stack, stage: str, servic
 
 def test_readiness_reports_every_stage(stack: Stack) -> None:
     ready = httpx.get(f"{stack.config.base_url}/readyz", timeout=10).json()
-    assert ready == {
-        "status": "ready",
-        "stages": {"retriever": True, "grader": True, "rewriter": True, "generator": True},
-    }
+    assert ready == {"status": "ready", "stages": dict.fromkeys(STAGES, True)}

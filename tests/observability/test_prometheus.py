@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
+from ragloop.core.names import Stage, values
 from ragloop.local.launcher import Stack, StackConfig
 from ragloop.local.processes import free_port
 from tests.conftest import MODELS_DIR, REPO_ROOT
@@ -45,7 +46,7 @@ METRICS_NOT_WIRED_YET: dict[str, str] = {}
 # The orchestrator has no /metrics until its REST metrics are installed.
 ORCHESTRATOR_SERVES_METRICS = "ragloop_http_requests_total" not in METRICS_NOT_WIRED_YET
 
-STAGES = ("retriever", "grader", "rewriter", "generator")
+STAGES = values(Stage)
 CORPUS = ("docs/storage.md", "docs/architecture.md")
 QUESTIONS = (
     "Which process owns the Milvus Lite data directory?",

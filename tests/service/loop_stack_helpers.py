@@ -12,6 +12,7 @@ from typing import Any
 
 from ragloop.core import context
 from ragloop.core.grpc.server import ServiceSpec
+from ragloop.core.names import Stage, values
 from ragloop.generator.servicer import GeneratorServicer
 from ragloop.grader.servicer import GraderServicer
 from ragloop.local.processes import free_port
@@ -31,8 +32,16 @@ from ragloop.v1 import (
 )
 from tests.service.http_helpers import serving_http
 from tests.service.stack_helpers import stage_address
+from tests.unit.fakes import (
+    DictGrader,
+    ScriptedRetriever,
+    ScriptedRewriter,
+    StreamingEchoGenerator,
+    doc,
+)
 
-STAGES = ("retriever", "grader", "rewriter", "generator")
+STAGES = values(Stage)
+PASS = (True, 0.9)
 
 
 def retriever_spec(stage: Any) -> ServiceSpec:
@@ -71,6 +80,17 @@ def generator_spec(stage: Any) -> ServiceSpec:
     )
 
 
+def simple_stages(**overrides: ServiceSpec | str) -> dict[str, ServiceSpec | str]:
+    """In-process stages in which "q" finds a, which passes; ``overrides`` replace some."""
+    return {
+        "retriever": retriever_spec(ScriptedRetriever({"q": [doc("a")]})),
+        "grader": grader_spec(DictGrader({"a": PASS})),
+        "rewriter": rewriter_spec(ScriptedRewriter([])),
+        "generator": generator_spec(StreamingEchoGenerator()),
+        **overrides,
+    }
+
+
 def closed_address() -> str:
     """An address nothing listens on: a stage that is down."""
     return f"127.0.0.1:{free_port()}"
@@ -90,16 +110,16 @@ def silent_address() -> Iterator[str]:
 async def rest_over_stages(
     stages: dict[str, ServiceSpec | str], *, serve_grpc: bool = False, **settings: Any
 ) -> AsyncIterator[str]:
-    """The REST API's base URL. ``stages`` maps each stage name to what serves it: a spec to
-    serve on a free loopback port, or an address (e.g. ``closed_address()``). With
+    """The REST API's base URL. ``stages`` maps stage names to what serves them: a spec to
+    serve on a free loopback port, or an address (e.g. ``closed_address()``); a stage not named
+    is that of ``simple_stages()``. With
     ``serve_grpc`` the app also serves RagService (on ``orchestrator_grpc_port``). Unless
     ``settings`` say otherwise, a round passes when 60% of its passages pass (the scripted rounds
     of two or three passages with one failing are rewritten), answered at any confidence."""
     settings = {"grade_pass_threshold": 0.6, "answer_min_confidence": 0.0} | settings
     async with AsyncExitStack() as running:
         addresses = {}
-        for name in STAGES:
-            served = stages[name]
+        for name, served in simple_stages(**stages).items():
             if isinstance(served, ServiceSpec):
                 served = await running.enter_async_context(stage_address(served))
             addresses[f"{name}_address"] = served

@@ -4,21 +4,17 @@ stages on real gRPC servers on 127.0.0.1 in the test's event loop. For tests of 
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
 
 from ragloop.core.grpc.server import ServiceSpec, start_server
-from ragloop.generator.__main__ import build_spec as generator_spec
-from ragloop.generator.settings import GeneratorSettings
-from ragloop.grader.__main__ import build_spec as grader_spec
-from ragloop.grader.settings import GraderSettings
+from ragloop.core.names import Stage
+from ragloop.core.stage_registry import STAGE_SPECS, StageSpec
 from ragloop.local.processes import free_port
 from ragloop.orchestrator.rest.app import create_app
 from ragloop.orchestrator.settings import OrchestratorSettings
-from ragloop.retriever.__main__ import build_spec as retriever_spec
-from ragloop.retriever.settings import RetrieverSettings
-from ragloop.rewriter.__main__ import build_spec as rewriter_spec
-from ragloop.rewriter.settings import RewriterSettings
 from tests.service.http_helpers import serving_http
 
 
@@ -32,35 +28,30 @@ async def stage_address(spec: ServiceSpec) -> AsyncIterator[str]:
         await running.stop(grace=1)
 
 
+def service_spec(stage: StageSpec, **settings: Any) -> ServiceSpec:
+    """The stage as its service builds it (``python -m ragloop.<stage>``), with ``settings``."""
+    build_spec = importlib.import_module(f"{stage.module}.__main__").build_spec
+    return build_spec(stage.settings_class(**settings))
+
+
 @asynccontextmanager
 async def rest_over_grpc(milvus_uri: str, *, llama_url: str | None = None) -> AsyncIterator[str]:
     """The REST API's base URL, over the real retriever (Milvus at ``milvus_uri``) and, given
-    ``llama_url``, the real grader, rewriter and generator on that chat model server. Without it
-    those three addresses are closed ports: a query fails at the grader with HTTP 503."""
-    async with AsyncExitStack() as stages:
-        serve = stages.enter_async_context
-        addresses = {
-            "retriever_address": await serve(
-                stage_address(retriever_spec(RetrieverSettings(milvus_uri=milvus_uri)))
+    ``llama_url``, the real other stages on that chat model server. Without it their addresses
+    are closed ports: a query fails at the grader with HTTP 503."""
+    closed = f"127.0.0.1:{free_port()}"
+    async with AsyncExitStack() as running:
+        addresses = {}
+        for stage in STAGE_SPECS:
+            if stage.name is Stage.RETRIEVER:
+                served = service_spec(stage, milvus_uri=milvus_uri)
+            elif llama_url:
+                served = service_spec(stage, llamacpp_url=llama_url)
+            else:
+                addresses[stage.address_setting] = closed
+                continue
+            addresses[stage.address_setting] = await running.enter_async_context(
+                stage_address(served)
             )
-        }
-        if llama_url:
-            addresses["grader_address"] = await serve(
-                stage_address(grader_spec(GraderSettings(llamacpp_url=llama_url)))
-            )
-            addresses["rewriter_address"] = await serve(
-                stage_address(rewriter_spec(RewriterSettings(llamacpp_url=llama_url)))
-            )
-            addresses["generator_address"] = await serve(
-                stage_address(generator_spec(GeneratorSettings(llamacpp_url=llama_url)))
-            )
-        else:
-            closed = f"127.0.0.1:{free_port()}"
-            addresses |= {
-                "grader_address": closed,
-                "rewriter_address": closed,
-                "generator_address": closed,
-            }
-        settings = OrchestratorSettings(**addresses)
-        with serving_http(create_app(settings)) as url:
+        with serving_http(create_app(OrchestratorSettings(**addresses))) as url:
             yield url

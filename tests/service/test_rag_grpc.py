@@ -24,13 +24,12 @@ from tests.service.loop_stack_helpers import (
     grader_spec,
     rest_over_stages,
     retriever_spec,
-    rewriter_spec,
+    simple_stages,
 )
 from tests.service.test_rest_stream import PASS, StallingGrader, one_rewrite_stages
 from tests.unit.fakes import (
     DictGrader,
     ScriptedRetriever,
-    ScriptedRewriter,
     StreamingEchoGenerator,
     doc,
 )
@@ -38,17 +37,6 @@ from tests.unit.fakes import (
 RETRIEVE, GRADE = rag_pb2.LOOP_NODE_RETRIEVE, rag_pb2.LOOP_NODE_GRADE
 REWRITE, GENERATE = rag_pb2.LOOP_NODE_REWRITE, rag_pb2.LOOP_NODE_GENERATE
 CALL_TIMEOUT_S = 60
-
-
-def simple_stages(**overrides: Any) -> dict[str, Any]:
-    """ "q" finds a, which passes."""
-    return {
-        "retriever": retriever_spec(ScriptedRetriever({"q": [doc("a")]})),
-        "grader": grader_spec(DictGrader({"a": PASS})),
-        "rewriter": rewriter_spec(ScriptedRewriter([])),
-        "generator": generator_spec(StreamingEchoGenerator()),
-        **overrides,
-    }
 
 
 @asynccontextmanager

@@ -17,6 +17,7 @@ from fastapi import FastAPI
 from fastapi.responses import StreamingResponse
 from pydantic import SecretStr
 
+from ragloop.core.stage_registry import STAGE_SPECS
 from ragloop.local.processes import free_port
 from ragloop.orchestrator.rest.app import create_app
 from ragloop.orchestrator.settings import OrchestratorSettings
@@ -34,9 +35,8 @@ def bearer(key: str) -> dict[str, str]:
 
 def down_stages(**settings: Any) -> OrchestratorSettings:
     closed = f"127.0.0.1:{free_port()}"
-    addresses = ("retriever", "grader", "rewriter", "generator")
     return OrchestratorSettings(
-        **{f"{stage}_address": closed for stage in addresses}, stage_timeout_s=5, **settings
+        **{spec.address_setting: closed for spec in STAGE_SPECS}, stage_timeout_s=5, **settings
     )
 
 

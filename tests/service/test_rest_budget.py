@@ -26,6 +26,7 @@ from tests.service.loop_stack_helpers import (
     retriever_spec,
     rewriter_spec,
     silent_address,
+    simple_stages,
 )
 from tests.sse_events import parse_events, without_keep_alives
 from tests.unit.fakes import (
@@ -41,17 +42,6 @@ from tests.unit.fakes import (
 PASS = (True, 0.9)
 FAIL = (False, 0.2)
 ENDPOINTS = ("/v1/query", "/v1/query/stream")
-
-
-def simple_stages(**overrides: Any) -> dict[str, Any]:
-    """ "q" finds a, which passes."""
-    return {
-        "retriever": retriever_spec(ScriptedRetriever({"q": [doc("a")]})),
-        "grader": grader_spec(DictGrader({"a": PASS})),
-        "rewriter": rewriter_spec(ScriptedRewriter([])),
-        "generator": generator_spec(StreamingEchoGenerator()),
-        **overrides,
-    }
 
 
 @pytest.fixture

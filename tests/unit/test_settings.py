@@ -7,20 +7,13 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from ragloop.generator.settings import GeneratorSettings
+from ragloop.core.stage_registry import STAGE_SPECS
 from ragloop.grader.settings import GraderSettings
 from ragloop.orchestrator.settings import OrchestratorSettings
 from ragloop.retriever.settings import RetrieverSettings
-from ragloop.rewriter.settings import RewriterSettings
 
 ROOT = Path(__file__).resolve().parents[2]
-ALL_SETTINGS = [
-    RetrieverSettings,
-    GraderSettings,
-    RewriterSettings,
-    GeneratorSettings,
-    OrchestratorSettings,
-]
+ALL_SETTINGS = [*(spec.settings_class for spec in STAGE_SPECS), OrchestratorSettings]
 
 
 def test_values_come_from_prefixed_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ragloop.core.stage_registry import STAGE_SPECS
+
 if TYPE_CHECKING:
     from ragloop.core.models.chat import ChatModel
 
@@ -35,9 +37,9 @@ class CommonSettings(BaseSettings):
     )
     metrics_port: Annotated[int, Field(ge=0, le=65535)] | Literal["auto"] = Field(
         "auto",
-        description="Port of a stage's Prometheus `/metrics` (0: off; `auto`: 9101 retriever, "
-        "9102 grader, 9103 rewriter, 9104 generator). The orchestrator serves `/metrics` on its "
-        "REST port.",
+        description="Port of a stage's Prometheus `/metrics` (0: off; `auto`: "
+        + ", ".join(f"{spec.metrics_port} {spec.name}" for spec in STAGE_SPECS)
+        + "). The orchestrator serves `/metrics` on its REST port.",
     )
 
 
@@ -114,3 +116,10 @@ class ChatModelSettings(ModelProviderSettings):
                 self.model_retries, self.model_retry_backoff_s, self.model_retry_max_backoff_s
             ),
         )
+
+
+def shared_settings(settings: type[CommonSettings]) -> type[CommonSettings]:
+    """The settings ``settings`` shares with other services: the most specific of the classes
+    above that it extends (the grader's: ``ChatModelSettings``)."""
+    shared = (ChatModelSettings, ModelProviderSettings, CommonSettings)
+    return next(base for base in shared if issubclass(settings, base))

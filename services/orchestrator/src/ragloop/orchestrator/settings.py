@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import os
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, create_model, field_validator, model_validator
 
 from ragloop.core.names import Stage
-from ragloop.core.stage_registry import stage_spec
+from ragloop.core.stage_registry import STAGE_SPECS, stage_spec
 from ragloop.orchestrator.loop.corrective import (
     DEFAULT_ANSWER_MIN_CONFIDENCE,
     DEFAULT_GENERATION_CONTEXT_TOKENS,
@@ -16,9 +16,22 @@ from ragloop.orchestrator.loop.request_policy import RequestPolicy
 from ragloop.orchestrator.loop.thresholds import check_schedule
 from ragloop.orchestrator.reliability_settings import ReliabilitySettings
 
+# Where each stage listens, a setting per row of the stage registry (RAGLOOP_RETRIEVER_ADDRESS,
+# …): built, not spelled out, so that a new stage needs no edit here. Read with stage_address().
+StageAddresses = create_model(
+    "StageAddresses",
+    **{
+        spec.address_setting: (
+            str,
+            Field(f"127.0.0.1:{spec.port}", description=f"host:port of the {spec.name}."),
+        )
+        for spec in STAGE_SPECS
+    },
+)
+
 
 # retries, breaker, admission, stage TLS; and the defaults of what a query may choose
-class OrchestratorSettings(ReliabilitySettings, RequestPolicy):
+class OrchestratorSettings(StageAddresses, ReliabilitySettings, RequestPolicy):
     http_port: int = Field(8000, ge=0, le=65535, description="REST API port of the orchestrator.")
     orchestrator_grpc_port: int = Field(
         50050,
@@ -60,18 +73,6 @@ class OrchestratorSettings(ReliabilitySettings, RequestPolicy):
     cors_allow_headers: str = Field(
         "authorization,content-type,x-request-id",
         description="Request headers cross-origin pages may send, comma-separated.",
-    )
-    retriever_address: str = Field(
-        f"127.0.0.1:{stage_spec(Stage.RETRIEVER).port}", description="host:port of the retriever."
-    )
-    grader_address: str = Field(
-        f"127.0.0.1:{stage_spec(Stage.GRADER).port}", description="host:port of the grader."
-    )
-    rewriter_address: str = Field(
-        f"127.0.0.1:{stage_spec(Stage.REWRITER).port}", description="host:port of the rewriter."
-    )
-    generator_address: str = Field(
-        f"127.0.0.1:{stage_spec(Stage.GENERATOR).port}", description="host:port of the generator."
     )
     stage_timeout_s: float = Field(
         180.0, gt=0, description="Longest deadline of one stage call (the budget may set less)."
@@ -145,6 +146,9 @@ class OrchestratorSettings(ReliabilitySettings, RequestPolicy):
         description="Largest multipart file upload, all files together (also the most text one "
         "uploaded file may yield).",
     )
+
+    def stage_address(self, stage: Stage) -> str:
+        return str(getattr(self, stage_spec(stage).address_setting))
 
     @model_validator(mode="after")
     def _no_renamed_variable(self) -> OrchestratorSettings:

@@ -11,14 +11,12 @@ import grpc
 from grpc_health.v1 import health
 
 from ragloop.core.grpc.rpc_metrics import CLIENT, RpcLabels, RpcObservation
-from ragloop.v1 import generator_pb2, grader_pb2, retriever_pb2, rewriter_pb2
+from ragloop.core.stage_registry import STAGE_SPECS
 
 
 def stage_service_names() -> list[str]:
-    """Every service the orchestrator calls: the four stages and gRPC health."""
-    modules = (retriever_pb2, grader_pb2, rewriter_pb2, generator_pb2)
-    names = [s.full_name for m in modules for s in m.DESCRIPTOR.services_by_name.values()]
-    return [*names, health.SERVICE_NAME]
+    """Every service the orchestrator calls: the stages' and gRPC health."""
+    return [*(name for spec in STAGE_SPECS for name in spec.grpc_services), health.SERVICE_NAME]
 
 
 def client_metrics_interceptors(

@@ -384,3 +384,10 @@ def _generate_request(
         documents=[convert.document_to_proto(d) for d in documents],
         answer_instructions=instructions,
     )
+
+
+# The client of each stage of the registry; remote.py builds one per row.
+REMOTE_CLIENTS: dict[Stage, type[RemoteStage]] = {
+    client.stage: client
+    for client in (RemoteRetriever, RemoteGrader, RemoteRewriter, RemoteGenerator)
+}

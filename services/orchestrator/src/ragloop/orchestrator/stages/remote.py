@@ -5,20 +5,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-
-import grpc
+from typing import Any
 
 from ragloop.core.grpc.tls import client_tls
+from ragloop.core.names import Stage
+from ragloop.core.stage_registry import STAGE_SPECS, StageSpec
 from ragloop.core.stages import Ingestor, LoopStages
 from ragloop.orchestrator.settings import OrchestratorSettings
 from ragloop.orchestrator.stages.breaker import CircuitBreaker
-from ragloop.orchestrator.stages.clients import (
-    RemoteGenerator,
-    RemoteGrader,
-    RemoteRetriever,
-    RemoteRewriter,
-    open_channel,
-)
+from ragloop.orchestrator.stages.clients import REMOTE_CLIENTS, RemoteStage, open_channel
 
 HealthCheck = Callable[[], Awaitable[bool]]
 
@@ -42,43 +37,38 @@ class StageSet(LoopStages):
 
 
 def remote_stages(settings: OrchestratorSettings) -> StageSet:
-    """gRPC clients of the four stages, each with its own channel and circuit breaker."""
-    timeout = settings.stage_timeout_s
+    """gRPC clients of the stages of the registry, each with its own channel and circuit
+    breaker. Only safe calls are retried (see clients.py)."""
     tls = client_tls(settings.stage_tls_ca_file, settings.stage_tls_server_name)
-    retry = settings.stage_retry_policy()
+    # What one client takes besides the common options: only the retriever has one.
+    own_options: dict[Stage, dict[str, Any]] = {
+        Stage.RETRIEVER: {"ingest_timeout_s": settings.ingest_timeout_s}
+    }
 
-    def channel(address: str) -> grpc.aio.Channel:
-        return open_channel(address, connect_timeout_s=settings.stage_connect_timeout_s, tls=tls)
+    def remote(spec: StageSpec) -> RemoteStage:
+        channel = open_channel(
+            settings.stage_address(spec.name),
+            connect_timeout_s=settings.stage_connect_timeout_s,
+            tls=tls,
+        )
+        breaker = None
+        if settings.stage_circuit_failures > 0:
+            breaker = CircuitBreaker(
+                settings.stage_circuit_failures, settings.stage_circuit_cooldown_s
+            )
+        return REMOTE_CLIENTS[spec.name](
+            channel,
+            timeout_s=settings.stage_timeout_s,
+            retry=settings.stage_retry_policy(),
+            breaker=breaker,
+            **own_options.get(spec.name, {}),
+        )
 
-    def breaker() -> CircuitBreaker | None:
-        if settings.stage_circuit_failures == 0:
-            return None
-        return CircuitBreaker(settings.stage_circuit_failures, settings.stage_circuit_cooldown_s)
-
-    retriever = RemoteRetriever(
-        channel(settings.retriever_address),
-        timeout_s=timeout,
-        ingest_timeout_s=settings.ingest_timeout_s,
-        retry=retry,
-        breaker=breaker(),
-    )
-    # Only safe calls are retried (see clients.py): of these three, their health checks.
-    grader = RemoteGrader(
-        channel(settings.grader_address), timeout_s=timeout, retry=retry, breaker=breaker()
-    )
-    rewriter = RemoteRewriter(
-        channel(settings.rewriter_address), timeout_s=timeout, retry=retry, breaker=breaker()
-    )
-    generator = RemoteGenerator(
-        channel(settings.generator_address), timeout_s=timeout, retry=retry, breaker=breaker()
-    )
-    remotes = [retriever, grader, rewriter, generator]
+    remotes = {spec.name: remote(spec) for spec in STAGE_SPECS}
     return StageSet(
-        retriever=retriever,
-        ingestor=retriever,
-        grader=grader,
-        rewriter=rewriter,
-        generator=generator,
-        health_checks={r.stage: r.check_health for r in remotes},
-        closers=[lambda r=r: r.channel.close() for r in remotes],
+        # LoopStages' fields are named after the stages.
+        **{str(name): client for name, client in remotes.items()},
+        ingestor=remotes[Stage.RETRIEVER],
+        health_checks={name: client.check_health for name, client in remotes.items()},
+        closers=[client.channel.close for client in remotes.values()],
     )

@@ -1,0 +1,103 @@
+"""The stages' parts of the deployment files are what `make deploy-files` writes from the stage
+registry (scripts/deploy_files.py): committed as generated, and a new registry row reaches every
+one of them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from ragloop.core.names import Stage
+from ragloop.core.stage_registry import STAGE_SPECS, stage_spec
+from scripts import deploy_files
+from tests.deploy.helpers import COMPOSE_FILE, DEPLOY, K8S
+
+
+def test_the_committed_files_are_what_make_deploy_files_writes() -> None:
+    for path, text in deploy_files.generated().items():
+        assert path.read_text() == text, f"{path.relative_to(DEPLOY)}: run `make deploy-files`"
+    assert not deploy_files.stale_manifests(), "run `make deploy-files`"
+
+
+def test_each_generated_manifest_says_so() -> None:
+    for spec in STAGE_SPECS:
+        head = (K8S / f"{spec.name}.yaml").read_text().splitlines()[:2]
+        assert head[0].startswith(deploy_files.GENERATED_MANIFEST)
+        assert "make deploy-files" in head[0] and "not this file" in head[1]
+
+
+@dataclass(frozen=True)
+class FakeSpec:
+    """A registry row of a stage that does not exist: the rewriter's service under a new name."""
+
+    name: str
+    port: int
+    metrics_port: int
+
+    @property
+    def port_setting(self) -> str:
+        return "rewriter_port"
+
+    @property
+    def address_setting(self) -> str:
+        return f"{self.name}_address"
+
+    @property
+    def settings_class(self) -> type:
+        return stage_spec(Stage.REWRITER).settings_class
+
+    @property
+    def grpc_services(self) -> list[str]:
+        return ["ragloop.v1.RerankerService"]
+
+
+@pytest.fixture
+def with_a_reranker(monkeypatch: pytest.MonkeyPatch) -> dict[Path, str]:
+    reranker = FakeSpec("reranker", 50055, 9105)
+    monkeypatch.setattr(deploy_files, "STAGE_SPECS", (*STAGE_SPECS, reranker))
+    monkeypatch.setattr(deploy_files, "role", lambda spec: f"the {spec.name}")
+    return deploy_files.generated()
+
+
+def test_a_new_registry_row_reaches_every_deployment_file(with_a_reranker: dict[Path, str]) -> None:
+    files = {path.relative_to(DEPLOY).as_posix(): text for path, text in with_a_reranker.items()}
+    compose = yaml.safe_load(files["docker-compose.yml"])["services"]
+    reranker = compose["reranker"]
+    assert reranker["build"]["args"]["SERVICE"] == "reranker"
+    assert reranker["expose"] == ["50055", "9105"]
+    assert reranker["environment"]["RAGLOOP_REWRITER_REASONING"] is None  # its own settings
+    assert "ollama-pull" in reranker["depends_on"]  # a chat stage waits for the models
+    orchestrator = compose["orchestrator"]
+    assert orchestrator["environment"]["RAGLOOP_RERANKER_ADDRESS"] == "reranker:50055"
+    assert "reranker" in orchestrator["depends_on"]
+
+    manifest = list(yaml.safe_load_all(files["k8s/reranker.yaml"]))
+    assert {d["kind"] for d in manifest} >= {"Deployment", "Service", "HorizontalPodAutoscaler"}
+    kustomization = yaml.safe_load(files["k8s/kustomization.yaml"])
+    assert "reranker.yaml" in kustomization["resources"]
+    assert "ragloop-reranker" in {image["name"] for image in kustomization["images"]}
+    settings = yaml.safe_load(files["k8s/settings.yaml"])["data"]
+    assert settings["RAGLOOP_RERANKER_ADDRESS"] == "reranker:50055"
+
+    jobs = yaml.safe_load(files["prometheus/prometheus.yml"])["scrape_configs"]
+    assert {"job_name": "reranker", "static_configs": [{"targets": ["reranker:9105"]}]} in jobs
+    rules = {r["alert"]: r["expr"] for r in _alert_rules(files["prometheus/alert-rules.yml"])}
+    assert "|reranker" in rules["RagloopServiceDown"]
+    assert "RerankerService" in rules["RagloopModelStageLatencyHigh"]
+    dashboard = json.loads(files["grafana/dashboards/ragloop-stages.json"])
+    assert "|reranker" in json.dumps(dashboard)
+
+
+def test_a_region_without_its_markers_is_refused(tmp_path: Path) -> None:
+    text = COMPOSE_FILE.read_text().replace("# end stage-addresses", "# the end")
+    with pytest.raises(ValueError, match="stage-addresses"):
+        deploy_files.with_regions_filled(COMPOSE_FILE, text)
+
+
+def _alert_rules(text: str) -> list[dict[str, Any]]:
+    return [rule for group in yaml.safe_load(text)["groups"] for rule in group["rules"]]
