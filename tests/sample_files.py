@@ -25,15 +25,16 @@ PUBLIC_PDF_ROWS = [
 ]
 
 
-def minimal_pdf(*pages: str) -> bytes:
-    """A small valid PDF whose pages show ``pages`` in Helvetica (one line each)."""
+def minimal_pdf(*pages: str, drawing: str = "") -> bytes:
+    """A small valid PDF whose pages show ``pages`` in Helvetica (one line each, at 72/720),
+    with the path operators ``drawing`` on each page."""
     objects = ["<< /Type /Catalog /Pages 2 0 R >>"]
     kids = " ".join(f"{4 + 2 * i} 0 R" for i in range(len(pages)))
     objects.append(f"<< /Type /Pages /Kids [{kids}] /Count {len(pages)} >>")
     objects.append("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
     for i, text in enumerate(pages):
         escaped = text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
-        stream = f"BT /F1 12 Tf 72 720 Td ({escaped}) Tj ET"
+        stream = f"{drawing} BT /F1 12 Tf 72 720 Td ({escaped}) Tj ET".strip()
         objects.append(
             f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
             f"/Resources << /Font << /F1 3 0 R >> >> /Contents {5 + 2 * i} 0 R >>"

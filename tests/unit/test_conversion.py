@@ -126,6 +126,12 @@ def test_a_public_pdf_keeps_its_table_in_place_and_whole_in_one_chunk() -> None:
     assert "\n".join(lines[header : header + 6]) in with_table[0]
 
 
+def test_a_framed_box_in_a_pdf_is_text_not_a_table() -> None:
+    # A frame of two cells, one above the other, as in a diagram: pdfplumber finds a "table".
+    boxed = minimal_pdf("A note in a box.", drawing="60 680 200 60 re S 60 710 m 260 710 l S")
+    assert extract_text("note.pdf", boxed) == "A note in a box."
+
+
 def test_a_pdf_encrypted_without_a_password_is_read() -> None:
     assert extract_text("open.pdf", encrypted_pdf("")) == "Locked text."
 

@@ -205,14 +205,22 @@ def _epub(name: str, data: BinaryIO) -> Iterator[str]:
                 yield "\n\n" + _html_markdown(chapter) + "\n\n"
 
 
+def _is_table(rows: list[list[str | None]]) -> bool:
+    """Whether cells found by pdfplumber form a table: two rows and two columns with text at
+    least (it also finds framed boxes, such as a diagram's, which are read as text)."""
+    filled = [row for row in rows if any(row)]
+    columns = {position for row in filled for position, cell in enumerate(row) if cell}
+    return len(filled) >= 2 and len(columns) >= 2
+
+
 def _pdf_page(page: Page) -> str:
     """A page's lines, top to bottom, with each ruled table in its place as a Markdown table."""
-    tables = page.find_tables()
+    tables = [(t.bbox, rows) for t in page.find_tables() if _is_table(rows := t.extract())]
     rest = page
-    for table in tables:
-        rest = rest.outside_bbox(table.bbox)
+    for bbox, _ in tables:
+        rest = rest.outside_bbox(bbox, strict=False)  # a table may reach past the page
     blocks = [(line["top"], line["text"]) for line in rest.extract_text_lines()]
-    blocks += [(table.bbox[1], _markdown_table(table.extract())) for table in tables]
+    blocks += [(bbox[1], _markdown_table(rows)) for bbox, rows in tables]
     return "\n".join(text for _, text in sorted(blocks, key=lambda block: block[0]))
 
 
