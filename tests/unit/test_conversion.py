@@ -152,6 +152,7 @@ def test_a_pdf_encrypted_without_a_password_is_read() -> None:
         ("a.epub", zip_file({"mimetype": b"x"}), InvalidInput, "a.epub: not a readable EPUB"),
         ("a.md", b"  \n ", InvalidInput, "a.md: no text found"),
         ("a.html", b"<script>only()</script>", InvalidInput, "a.html: no text found"),
+        ("deep.html", b"<div>" * 1000 + b"x", InvalidInput, "deep.html: not a readable HTML"),
         ("empty.csv", b"\n,\n", InvalidInput, "empty.csv: no text found"),
     ],
 )
