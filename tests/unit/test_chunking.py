@@ -136,13 +136,80 @@ def test_a_long_section_repeats_its_heading_in_every_chunk() -> None:
     assert all(c.startswith("Topic\n") and len(c) <= 120 for c in chunks)
 
 
+# --- Markdown tables ------------------------------------------------------------------------
+
+
+def markdown_table(rows: int, header: str = "| Tea | Origin | Price |") -> str:
+    lines = [header, "|:---|:---:|---:|"]
+    lines += [f"| Tea {n} | Garden {n} | {n}.50 |" for n in range(rows)]
+    return "\n".join(lines)
+
+
+def test_a_table_that_fits_stays_whole_in_one_chunk_with_its_lines() -> None:
+    table = markdown_table(4)  # 154 characters
+    after = "Prices are per kilogram. They change with every harvest, twice a year."
+    chunks = chunk_text(f"# Teas\n\n{prose(3)}\n\n{table}\n{after}", size=200, overlap=60)
+    assert chunks == [
+        f"Teas\n{prose(3)}",  # the table does not fit after these sentences: it starts a chunk
+        f"Teas\n{table}\nPrices are per kilogram.",
+        f"Teas\n{after}",  # the overlap carries the sentence, never the table
+    ]
+
+
+def test_a_table_longer_than_a_chunk_is_cut_between_rows_repeating_its_header() -> None:
+    table = markdown_table(30)
+    chunks = chunk_text(f"## Price list\n{table}\n\nThe end.", size=150, overlap=40)
+    head = "Price list\n| Tea | Origin | Price |\n|:---|:---:|---:|\n"
+    assert len(chunks) > 5 and all(len(c) <= 150 for c in chunks)
+    assert all(c.startswith(head) for c in chunks[:-1])
+    assert chunks[-1] == "Price list\nThe end."
+    rows = [line for c in chunks[:-1] for line in c.removeprefix(head).splitlines()]
+    assert rows == table.splitlines()[2:]  # every row once, in order
+
+
+def test_a_row_too_long_to_follow_the_header_is_a_chunk_of_its_own() -> None:
+    long_row = "| " + " ".join(["word"] * 40) + " | x |"  # 207 characters
+    text = f"| A | B |\n|---|---|\n| 1 | 2 |\n{long_row}\n| 3 | 4 |"
+    chunks = chunk_text(text, size=120, overlap=0)
+    assert chunks[0] == "| A | B |\n|---|---|\n| 1 | 2 |"
+    assert all(len(c) <= 120 for c in chunks)
+    assert chunks[-1].endswith(" | x |\n| A | B |\n|---|---|\n| 3 | 4 |")
+    rest = f"{long_row}\n| A | B |\n|---|---|\n| 3 | 4 |"
+    assert " ".join(chunks[1:]).split() == rest.split()  # the long row cut at words, all kept
+
+
+def test_a_table_ends_at_the_first_line_that_is_no_row() -> None:
+    text = (
+        "Before.\n| a | b |\n| --- | --- |\n|  1  |  2  |\nAfter, no blank line.\n"
+        "| c |\n|---|\n# Next\n| d |\n|---|"
+    )
+    assert chunk_text(text, size=300, overlap=0) == [
+        "Before.\n| a | b |\n| --- | --- |\n| 1 | 2 |\nAfter, no blank line.\n| c |\n|---|",
+        "Next\n| d |\n|---|",
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "| not a table\nwithout a separator.",
+        "| a | b |\n---\nA thematic break is no separator.",
+        "| a | b |\n|---|---| and more\nNot a separator either.",
+    ],
+)
+def test_pipes_without_a_separator_row_are_text(text: str) -> None:
+    assert chunk_text(text, size=300, overlap=0) == [" ".join(text.split())]
+
+
 # --- text in pieces -------------------------------------------------------------------------
 
 MARKDOWN = (
     "Preamble line one.\r\nStill the preamble! Yes.\n\n# Storage\n\nOnly one process may open "
     "it. The retriever owns it.\n  \n## Deep ##\rDeep text here. 42 is a number.\u2028More.\n"
     + prose(30)
-    + "\n\n### Empty\n\n## Last\nThe end."
+    + "\n\n### Empty\n\n## Table\n"
+    + markdown_table(12)
+    + "\n## Last\nThe end."
 )
 
 
@@ -162,6 +229,9 @@ def test_text_fed_in_pieces_gives_the_same_chunks_as_whole(
     chunks += chunker.close()
     assert chunks == chunk_text(MARKDOWN, size=size, overlap=overlap)
     assert any(c.startswith("Deep\n") for c in chunks) and "Empty" in chunks
+    if size >= 120:
+        table_head = "Table\n| Tea | Origin | Price |\n|:---|:---:|---:|\n| Tea 0 |"
+        assert any(c.startswith(table_head) for c in chunks)
 
 
 def test_chunks_come_out_while_text_still_arrives() -> None:
@@ -208,6 +278,17 @@ def test_token_chunks_fit_the_size_in_the_models_own_tokens(
     assert all(0 < n <= size for n in counts), counts
     assert max(counts) > size // 2  # packed, not one sentence each
     assert any(c.startswith("Storage\n") for c in chunks)
+
+
+def test_a_table_is_measured_in_tokens_too(tokenizer: Any) -> None:
+    table = markdown_table(3)
+    assert chunk_text(f"## Teas\n{table}", size=64, overlap=8, measure=Tokens(tokenizer)) == [
+        f"Teas\n{table}"
+    ]
+    long_table = f"## Teas\n{markdown_table(20)}"
+    chunks = chunk_text(long_table, size=64, overlap=8, measure=Tokens(tokenizer))
+    assert len(chunks) > 2 and all(token_count(tokenizer, c) <= 64 for c in chunks)
+    assert all(c.startswith("Teas\n| Tea | Origin | Price |\n") for c in chunks)
 
 
 def test_token_and_character_units_differ_as_expected(tokenizer: Any) -> None:

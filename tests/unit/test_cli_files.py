@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ragloop.cli.files import SUPPORTED_SUFFIXES, plan_ingest, source_name
-from ragloop.orchestrator.rest.uploads import READERS
+from ragloop.cli.files import plan_ingest, source_name
 
 
 @pytest.fixture
@@ -19,6 +18,8 @@ def tree(tmp_path: Path) -> Path:
         "notes/deep/page.HTML": "<p>x</p>",
         "notes/deep/old.htm": "<p>y</p>",
         "notes/paper.pdf": "%PDF",
+        "notes/slides.PPTX": "PK",
+        "notes/deep/table.csv": "a,b",
         "notes/image.png": "png",
         "notes/README": "no extension",
         "notes/.secret.md": "hidden file",
@@ -32,18 +33,16 @@ def tree(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_the_cli_reads_exactly_what_the_server_reads() -> None:
-    assert set(READERS) == SUPPORTED_SUFFIXES
-
-
 def test_a_folder_is_walked_in_order_and_unreadable_types_are_skipped(tree: Path) -> None:
     plan = plan_ingest([tree / "notes"], cwd=tree)
     assert [f.source for f in plan.files] == [
         "notes/a.txt",
         "notes/b.md",
         "notes/paper.pdf",
+        "notes/slides.PPTX",
         "notes/deep/old.htm",
         "notes/deep/page.HTML",
+        "notes/deep/table.csv",
     ]
     assert [p.relative_to(tree).as_posix() for p in plan.skipped] == [
         "notes/README",
@@ -51,8 +50,14 @@ def test_a_folder_is_walked_in_order_and_unreadable_types_are_skipped(tree: Path
         "notes/deep/data.json",
     ]
     assert plan.missing == []
-    assert [f.content_type for f in plan.files][-2:] == ["text/html", "text/html"]
-    assert plan.total_bytes == len("A# B%PDF<p>y</p><p>x</p>")
+    assert [f.content_type for f in plan.files][2:] == [
+        "application/pdf",
+        "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+        "text/html",
+        "text/html",
+        "text/csv",
+    ]
+    assert plan.total_bytes == len("A# B%PDFPK<p>y</p><p>x</p>a,b")
 
 
 def test_files_given_twice_are_uploaded_once_and_missing_paths_are_reported(tree: Path) -> None:
@@ -96,4 +101,9 @@ def test_relative_arguments_resolve_against_the_current_folder(
 ) -> None:
     monkeypatch.chdir(tree / "notes")
     plan = plan_ingest([Path("deep"), Path("../notes/a.txt")], prefix="kb")
-    assert [f.source for f in plan.files] == ["kb/deep/old.htm", "kb/deep/page.HTML", "kb/a.txt"]
+    assert [f.source for f in plan.files] == [
+        "kb/deep/old.htm",
+        "kb/deep/page.HTML",
+        "kb/deep/table.csv",
+        "kb/a.txt",
+    ]

@@ -125,7 +125,8 @@ def test_ingest_refuses_missing_paths_and_folders_with_nothing_to_read(
     captured = capsys.readouterr()
     assert captured.out == f"skipped: {tmp_path / 'photo.png'} (not a file type ragloop reads)\n"
     assert captured.err == (
-        "error: no files to ingest: ragloop reads .htm, .html, .markdown, .md, .pdf, .txt\n"
+        "error: no files to ingest: ragloop reads "
+        ".txt, .md, .markdown, .html, .htm, .pdf, .docx, .pptx, .xlsx, .csv, .epub\n"
     )
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from ragloop.cli.client import DEFAULT_URL, Api
 from ragloop.cli.errors import CliError, UsageError
-from ragloop.cli.files import SUPPORTED_SUFFIXES, plan_ingest
+from ragloop.cli.files import plan_ingest
 from ragloop.cli.ingest import show_progress, upload_all
 from ragloop.cli.render import (
     plural,
@@ -20,6 +20,7 @@ from ragloop.cli.render import (
     render_trace,
 )
 from ragloop.cli.serve import serve as serve_stack
+from ragloop.core.file_types import SUFFIX_LIST
 
 
 def connect(args: argparse.Namespace) -> Api:
@@ -67,7 +68,7 @@ def ingest(args: argparse.Namespace) -> int:
         for path in plan.skipped:
             print(f"skipped: {path} (not a file type ragloop reads)")
     if not plan.files:
-        raise CliError(f"no files to ingest: ragloop reads {', '.join(sorted(SUPPORTED_SUFFIXES))}")
+        raise CliError(f"no files to ingest: ragloop reads {SUFFIX_LIST}")
     fields = _without_empty(
         {"collection": args.collection, "tenant": args.tenant, "metadata": args.metadata}
     )

@@ -12,17 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# The orchestrator's readers (ragloop.orchestrator.rest.uploads.READERS); a unit test keeps
-# them equal.
-SUPPORTED_SUFFIXES = frozenset({".txt", ".md", ".markdown", ".html", ".htm", ".pdf"})
-CONTENT_TYPES = {
-    ".txt": "text/plain",
-    ".md": "text/markdown",
-    ".markdown": "text/markdown",
-    ".html": "text/html",
-    ".htm": "text/html",
-    ".pdf": "application/pdf",
-}
+from ragloop.core.file_types import file_type
 
 
 @dataclass(frozen=True)
@@ -33,7 +23,8 @@ class FileToIngest:
 
     @property
     def content_type(self) -> str:
-        return CONTENT_TYPES.get(self.path.suffix.lower(), "application/octet-stream")
+        known = file_type(self.path.name)
+        return known.content_type if known else "application/octet-stream"
 
 
 @dataclass
@@ -48,7 +39,7 @@ class IngestPlan:
 
 
 def is_supported(path: Path) -> bool:
-    return path.suffix.lower() in SUPPORTED_SUFFIXES
+    return file_type(path.name) is not None
 
 
 def source_name(path: Path, argument: Path, cwd: Path, prefix: str = "") -> str:

@@ -15,6 +15,7 @@ from typing import Any
 from ragloop.cli import commands
 from ragloop.cli.client import DEFAULT_TIMEOUT_S, DEFAULT_URL
 from ragloop.cli.errors import CliError
+from ragloop.core.file_types import SUFFIX_LIST
 
 EXAMPLES = """examples:
   ragloop ingest docs/ notes.pdf --collection kb
@@ -110,10 +111,13 @@ def _add_ingest(commands_: argparse._SubParsersAction, connection: argparse.Argu
     parser = commands_.add_parser(
         "ingest",
         parents=[connection],
-        help="upload files and folders (.txt .md .html .pdf)",
-        description="Upload files, and folders recursively (hidden entries are left out), one "
-        "request per file. A file's source is its path relative to the current folder (or to "
-        "the argument's parent folder when outside it); re-ingesting a source replaces it. "
+        help=f"upload files and folders ({SUFFIX_LIST})",
+        description=f"Upload files, and folders recursively (hidden entries are left out), one "
+        f"request per file: {SUFFIX_LIST}; other files are skipped. The server turns each into "
+        "Markdown (Word headings and tables, one section per slide, a sheet or a CSV as a table, "
+        "PDF tables as tables) and chunks it by section, keeping a table whole. A file's source "
+        "is its path relative to the current folder (or to the argument's parent folder when "
+        "outside it); re-ingesting a source replaces it. "
         "Exit code 1 when any file failed.",
     )
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH")

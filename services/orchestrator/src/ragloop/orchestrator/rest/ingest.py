@@ -1,13 +1,15 @@
 """``POST /v1/documents``: ingest JSON documents, or files uploaded as multipart/form-data.
 
 JSON: ``{"collection": …, "tenant": …, "documents": [{"source", "text", "metadata"}]}``.
-Multipart: one or more ``files`` parts (.txt, .md, .html, .pdf; the file name becomes the source)
-and optional ``collection``, ``tenant`` and ``metadata`` (a JSON object given to every file) parts.
-Uploads larger than ``RAGLOOP_MAX_UPLOAD_BYTES`` get 413; other file types 415.
+Multipart: one or more ``files`` parts (the types of ``ragloop.core.file_types``, converted to
+Markdown; the file name becomes the source) and optional ``collection``, ``tenant`` and
+``metadata`` (a JSON object given to every file) parts. Uploads larger than
+``RAGLOOP_MAX_UPLOAD_BYTES`` get 413; other file types 415.
 
 Either way the documents go to the retriever as one IngestDocumentStream, text in pieces: an
-uploaded file's text is extracted into a spooled temporary file first (every file is checked
-before anything is ingested) and read back piece by piece, so no upload is whole in memory.
+uploaded file's Markdown is written to a spooled temporary file first (every file is checked
+before anything is ingested) and read back piece by piece, so no upload's text is whole in memory
+(converting a binary format reads that one file whole).
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from starlette.datastructures import UploadFile
 from ragloop.core import context
 from ragloop.core.domain import SourceDocument, StreamedDocument, one_by_one
 from ragloop.core.errors import InvalidInput, RagloopError
+from ragloop.core.file_types import SUFFIX_LIST
 from ragloop.core.names import Stage
+from ragloop.orchestrator.conversion import UnsupportedFileType
 from ragloop.orchestrator.rest.deps import CallerOf, Knowledge, Settings
 from ragloop.orchestrator.rest.errors import (
     BODY_RESPONSES,
@@ -46,7 +50,7 @@ from ragloop.orchestrator.rest.schemas import (
     UploadOptions,
     inline_schema,
 )
-from ragloop.orchestrator.rest.uploads import READERS, UnsupportedFileType, extract
+from ragloop.orchestrator.rest.uploads import extract
 from ragloop.orchestrator.settings import OrchestratorSettings
 
 ingest_router = APIRouter(route_class=ApiRoute)
@@ -66,7 +70,7 @@ UPLOAD_SCHEMA = {
         "files": {
             "type": "array",
             "items": {"type": "string", "format": "binary"},
-            "description": f"Files to ingest: {', '.join(sorted(READERS))}.",
+            "description": f"Files to ingest, each converted to Markdown: {SUFFIX_LIST}.",
         },
         "collection": {"type": "string"},
         "tenant": {"type": "string"},
