@@ -41,6 +41,12 @@ class CommonSettings(BaseSettings):
         + ", ".join(f"{spec.metrics_port} {spec.name}" for spec in STAGE_SPECS)
         + "). The orchestrator serves `/metrics` on its REST port.",
     )
+    otlp_endpoint: str = Field(
+        "",
+        description="OTLP/HTTP endpoint the service exports its traces to, e.g. "
+        "`http://tempo:4318` (`/v1/traces` is appended). Empty: the standard "
+        "`OTEL_EXPORTER_OTLP_ENDPOINT` if set, else tracing is off.",
+    )
 
 
 class ModelProviderSettings(CommonSettings):

@@ -18,6 +18,7 @@ from ragloop.orchestrator.rest.page import install_page
 from ragloop.orchestrator.rest.query import query_router
 from ragloop.orchestrator.rest.request_ids import RequestIdMiddleware
 from ragloop.orchestrator.rest.security import install_security
+from ragloop.orchestrator.rest.tracing import install_tracing
 from ragloop.orchestrator.rpc.service import start_rag_server
 from ragloop.orchestrator.settings import OrchestratorSettings
 from ragloop.orchestrator.stages.remote import StageSet, remote_stages
@@ -87,5 +88,6 @@ def create_app(
     install_admission(app, settings.max_inflight_queries)  # innermost: after keys and rate limits
     # Added after the security middleware, so outside it: its refusals carry the request id.
     app.add_middleware(RequestIdMiddleware)
+    install_tracing(app)  # outside the request-id middleware: its error lines carry the trace id
     install_rest_metrics(app)  # last, so outermost: it sees every response
     return app

@@ -44,6 +44,7 @@ from ragloop.core.grpc.errors import error_from_rpc
 from ragloop.core.grpc.ingest_stream import stream_to_proto
 from ragloop.core.grpc.server import MAX_MESSAGE_BYTES
 from ragloop.core.grpc.tls import ClientTls, aio_channel
+from ragloop.core.grpc.tracing import client_interceptors as tracing_interceptors
 from ragloop.core.names import Stage
 from ragloop.core.stage_registry import stage_spec
 from ragloop.orchestrator.stages.breaker import CircuitBreaker, Outcome, Permit, Refusal
@@ -86,7 +87,7 @@ def open_channel(
         address,
         tls,
         options=[*CHANNEL_OPTIONS, connect],
-        interceptors=client_metrics_interceptors(),
+        interceptors=[*tracing_interceptors(address), *client_metrics_interceptors()],
     )
 
 
