@@ -93,7 +93,8 @@ def setup_tracing(
     resource = Resource.create({"service.name": service, "service.namespace": SERVICE_NAMESPACE})
     provider = TracerProvider(resource=resource)
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=url)))
-    trace.set_tracer_provider(provider)
+    # Not the global provider: libraries that trace themselves once one is set (FastAPI does)
+    # would add spans of their own between ragloop's; the spans here are the ones it makes.
     install(provider)
     log.info("tracing on", extra={"otlp_endpoint": url})
     return provider
