@@ -44,7 +44,7 @@ PROMETHEUS_CONFIG = DEPLOY / "prometheus" / "prometheus.yml"
 GRAFANA_PROVISIONING = DEPLOY / "grafana" / "provisioning"
 OTLP_HTTP_PORT = "4318"
 # Services that keep their state in memory on purpose: Jaeger's all-in-one keeps the newest
-# traces (a restart loses them; docs/observability.md#traces).
+# traces (a restart loses them; docs/tracing.md).
 IN_MEMORY = {"jaeger"}
 
 
