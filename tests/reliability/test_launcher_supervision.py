@@ -250,8 +250,11 @@ def expected_failure(name: str, ended: Ended) -> bool:
     else 503 naming the stage that could not be reached — the model stages for the model."""
     if name == ORCHESTRATOR:
         return ended.status == NO_CONNECTION
-    stages = MODEL_STAGES if name == MODEL_SERVER else (name,)
-    return ended.status == 503 and ended.stage in stages and ended.code == "stage_unavailable"
+    if name == MODEL_SERVER:
+        named = ended.stage in MODEL_STAGES and "chat model at" in ended.message
+    else:
+        named = ended.stage == name and name in ended.message
+    return ended.status == 503 and ended.code == "stage_unavailable" and named
 
 
 @pytest.mark.parametrize("name", PROCESSES)

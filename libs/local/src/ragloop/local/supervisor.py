@@ -43,8 +43,8 @@ class RestartPolicy:
     first_delay_s: float = 0.5
     max_delay_s: float = 10.0
     # A process that exits this many times within window_s is not started again. With the
-    # delays above, a process that crashes as soon as it starts reaches it in about 30 s plus
-    # its start-up times; one that runs for minutes between crashes never does.
+    # delays above, a process that crashes as soon as it starts reaches it after 25.5 s of
+    # delays plus its start-up times; one that runs for minutes between crashes never does.
     crash_limit: int = 7
     window_s: float = 120.0
     ready_timeout_s: float = 180.0  # a restarted process not ready by then counts as a crash
