@@ -30,8 +30,6 @@ import pytest
 
 from bench.loadgen import NO_CONNECTION, Ended, Load
 from ragloop.core.names import Stage, values
-from ragloop.core.settings import setting_variable
-from ragloop.core.stage_registry import STAGE_SPECS
 from ragloop.local.launcher import MODEL_SERVER, ORCHESTRATOR, StackConfig
 from ragloop.local.processes import port_is_free
 from ragloop.local.readiness import grpc_serving, http_ok
@@ -80,16 +78,10 @@ class Launcher:
             (corpus / source).parent.mkdir(parents=True, exist_ok=True)
             (corpus / source).write_text(text)
         c = self.config
-        ports = {
-            "RAGLOOP_HTTP_PORT": c.http_port,
-            "RAGLOOP_ORCHESTRATOR_GRPC_PORT": c.orchestrator_grpc_port,
-            "RAGLOOP_MODEL_PORT": c.model_port,
-            **{setting_variable(s.port_setting): c.stage_ports[s.name] for s in STAGE_SPECS},
-        }
         env = {
             **os.environ,
             **LAUNCHER_ENV,
-            **{name: str(port) for name, port in ports.items()},
+            **{name: str(port) for name, port in c.port_variables().items()},
             "RAGLOOP_DATA_DIR": str(c.data_dir),
             "RAGLOOP_MODELS_DIR": str(MODELS_DIR.resolve()),
         }
@@ -356,7 +348,7 @@ def test_ctrl_c_during_a_restart_backoff_stops_everything(launcher: Launcher) ->
     assert launcher.process.returncode == 0, launcher.output(since)
     assert not [n for n, pid in children.items() if alive(pid)], "a process survived Ctrl-C"
     c = launcher.config
-    ports = [c.http_port, c.orchestrator_grpc_port, c.model_port, *c.stage_ports.values()]
+    ports = c.port_variables().values()
     assert [p for p in ports if not port_is_free(c.host, p)] == [], "still listening"
     assert "grader is back" not in launcher.output(since)
     assert launcher.output(since).rstrip().endswith("stopped.")

@@ -85,6 +85,15 @@ class StackConfig:
     def stage_address(self, name: str) -> str:
         return f"{self.host}:{self.stage_ports[name]}"
 
+    def port_variables(self) -> dict[str, int]:
+        """Each port by the environment variable that sets it (what ``make run`` reads)."""
+        return {
+            "RAGLOOP_HTTP_PORT": self.http_port,
+            "RAGLOOP_ORCHESTRATOR_GRPC_PORT": self.orchestrator_grpc_port,
+            "RAGLOOP_MODEL_PORT": self.model_port,
+            **{setting_variable(s.port_setting): self.stage_ports[s.name] for s in STAGE_SPECS},
+        }
+
 
 class Stack:
     def __init__(self, config: StackConfig) -> None:
@@ -155,12 +164,7 @@ class Stack:
 
     def _check_ports(self) -> None:
         c = self.config
-        ports = {
-            "RAGLOOP_HTTP_PORT": c.http_port,
-            "RAGLOOP_ORCHESTRATOR_GRPC_PORT": c.orchestrator_grpc_port,
-            "RAGLOOP_MODEL_PORT": c.model_port,
-            **{setting_variable(s.port_setting): c.stage_ports[s.name] for s in STAGE_SPECS},
-        }
+        ports = c.port_variables()
         busy = [f"{port} ({var})" for var, port in ports.items() if not port_is_free(c.host, port)]
         if busy:
             raise StartupError(
