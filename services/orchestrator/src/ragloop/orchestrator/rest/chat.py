@@ -38,7 +38,7 @@ from ragloop.orchestrator.rest.errors import OpenAIError, failure_detail
 from ragloop.orchestrator.rest.query import run_query
 from ragloop.orchestrator.rest.routes import OpenAIRoute
 from ragloop.orchestrator.rest.schemas import inline_schema
-from ragloop.orchestrator.rest.sse import MEDIA_TYPE, query_events
+from ragloop.orchestrator.rest.sse import MEDIA_TYPE, STREAM_HEADERS, query_events
 
 T = TypeVar("T")
 chat_router = APIRouter(route_class=OpenAIRoute, tags=["OpenAI-compatible"])
@@ -119,16 +119,13 @@ async def chat_completions(
         except StageFailure as exc:
             raise OpenAIError.of(*failure_detail(exc, exc.stage, exc.trace)) from None
         return JSONResponse(completion_body(result, completion))
-    options = body.ragloop
-    encoder = ChunkEncoder(
-        completion,
-        progress=bool(options and options.progress),
-        include_usage=bool(body.stream_options and body.stream_options.include_usage),
-    )
     return StreamingResponse(
-        _chunks(lambda sink: run_query(loop, settings, query, on_event=sink), encoder),
+        _chunks(
+            lambda sink: run_query(loop, settings, query, on_event=sink),
+            ChunkEncoder.asked_by(body, completion),
+        ),
         media_type=MEDIA_TYPE,
-        headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
+        headers=STREAM_HEADERS,
     )
 
 

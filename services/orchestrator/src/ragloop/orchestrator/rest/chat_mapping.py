@@ -210,6 +210,16 @@ class ChunkEncoder:
         self.progress = progress
         self.include_usage = include_usage
 
+    @classmethod
+    def asked_by(cls, request: ChatCompletionRequest, completion: Completion) -> ChunkEncoder:
+        """The chunks ``request`` asks for: progress (``ragloop.progress``), usage
+        (``stream_options.include_usage``)."""
+        return cls(
+            completion,
+            progress=bool(request.ragloop and request.ragloop.progress),
+            include_usage=bool(request.stream_options and request.stream_options.include_usage),
+        )
+
     def opening(self) -> bytes:
         return self._chunk([ChunkChoice(delta=Delta(role="assistant", content=""))])
 

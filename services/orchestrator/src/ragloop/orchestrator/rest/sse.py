@@ -26,6 +26,8 @@ MEDIA_TYPE = "text/event-stream"
 # model works.
 KEEP_ALIVE_S = 15.0
 KEEP_ALIVE = b": keep-alive\n\n"
+# No caching, and no buffering by a proxy (nginx honours X-Accel-Buffering).
+STREAM_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 
 def encode(event: str | None, data: dict[str, Any]) -> bytes:
