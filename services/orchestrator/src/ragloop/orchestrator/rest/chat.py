@@ -137,7 +137,7 @@ async def list_models(knowledge: Knowledge) -> ModelList:
 
 
 @chat_router.get(
-    "/v1/models/{model:path}", response_model=ModelOut, responses=responses(401, 404, 503)
+    "/v1/models/{model:rest}", response_model=ModelOut, responses=responses(401, 404, 503)
 )
 async def retrieve_model(knowledge: Knowledge, model: str = MODEL_ID) -> ModelOut:
     """One model, or 404 (`model_not_found`)."""

@@ -12,6 +12,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
+from starlette.convertors import PathConvertor, register_url_convertor
 from starlette.exceptions import HTTPException  # what FastAPI raises; its own is a subclass
 
 from ragloop.core import context
@@ -21,6 +22,17 @@ from ragloop.orchestrator.rest.schemas import ErrorDetail
 
 # What FastAPI says when a declared JSON body cannot be decoded at all (e.g. not UTF-8).
 FASTAPI_UNREADABLE = "There was an error parsing the body"
+
+
+class RestOfPath(PathConvertor):
+    """``{name:rest}``: the rest of the path, line breaks included (``path`` stops at one, and a
+    name with a line break would not reach its route but get a bare 404 in no API's shape; the
+    route refuses it in its own)."""
+
+    regex = r"[\s\S]*"
+
+
+register_url_convertor("rest", RestOfPath())
 
 
 class ApiRoute(APIRoute):
