@@ -84,9 +84,9 @@ class OpenAIError(Exception):
         self.param = param
 
     @classmethod
-    def of(cls, status: int, detail: ErrorDetail, param: str | None = None) -> OpenAIError:
+    def of(cls, status: int, detail: ErrorDetail) -> OpenAIError:
         """A ragloop error as OpenAI's: invalid input is 400 there, never 422."""
-        return cls(400 if status == 422 else status, detail.message, code=detail.code, param=param)
+        return cls(400 if status == 422 else status, detail.message, code=detail.code)
 
     def body(self) -> dict[str, object]:
         detail = OpenAIErrorDetail(
@@ -97,12 +97,9 @@ class OpenAIError(Exception):
         )
         return OpenAIErrorResponse(error=detail).model_dump()
 
-    def response(self, headers: dict[str, str] | None = None) -> JSONResponse:
-        return JSONResponse(
-            self.body(),
-            status_code=self.status,
-            headers={"x-request-id": context.request_id.get(), **(headers or {})},
-        )
+    def response(self) -> JSONResponse:
+        headers = {"x-request-id": context.request_id.get()}
+        return JSONResponse(self.body(), status_code=self.status, headers=headers)
 
 
 def error_response_at(path: str, status: int, detail: ErrorDetail) -> JSONResponse:
