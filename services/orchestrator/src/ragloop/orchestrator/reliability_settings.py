@@ -43,9 +43,9 @@ class ReliabilitySettings(CommonSettings):
     max_inflight_queries: int = Field(
         16,
         ge=0,
-        description="Queries (`/v1/query`, `/v1/query/stream`, RagService) answered at once; "
-        "more get HTTP 429 (gRPC RESOURCE_EXHAUSTED) with `Retry-After` instead of queueing "
-        "(0: no limit).",
+        description="Queries (`/v1/query`, `/v1/query/stream`, `/v1/chat/completions`, "
+        "RagService) answered at once; more get HTTP 429 (gRPC RESOURCE_EXHAUSTED) with "
+        "`Retry-After` instead of queueing (0: no limit).",
     )
     stage_tls_ca_file: str = Field(
         "",
