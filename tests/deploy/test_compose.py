@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from ragloop.core.metrics.exporter import DEFAULT_METRICS_PORTS
-from tests.apt import apt_install
 from tests.deploy.compose_helpers import (
     Compose,
+    bind_mounts,
     initialized_env,
     raw_compose,
 )
@@ -46,16 +46,6 @@ OTLP_HTTP_PORT = "4318"
 # Services that keep their state in memory on purpose: Jaeger's all-in-one keeps the newest
 # traces (a restart loses them; docs/tracing.md).
 IN_MEMORY = {"jaeger"}
-
-
-@pytest.fixture(scope="session")
-def compose() -> Compose:
-    return Compose(apt_install("docker-compose", "docker-compose"))
-
-
-@pytest.fixture(scope="module")
-def env_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return initialized_env(tmp_path_factory.mktemp("deploy"))
 
 
 @pytest.fixture(scope="module")
@@ -90,16 +80,6 @@ def published(service: dict[str, Any]) -> list[tuple[str, int, int]]:
         host, host_port, container = spec.removesuffix("/tcp").rsplit(":", 2)
         ports.append((host, int(host_port), int(container)))
     return ports
-
-
-def bind_mounts(service: dict[str, Any]) -> dict[str, Path]:
-    """Container path to host path of each bind mount."""
-    mounts = {}
-    for volume in service.get("volumes", []):
-        source, target = volume.split(":")[:2]
-        if source.startswith("/"):
-            mounts[target] = Path(source)
-    return mounts
 
 
 def interpolated_variables(text: str) -> set[str]:

@@ -15,13 +15,14 @@ import httpx
 
 GRACE_S = 15.0  # beyond the query's budget, before a request counts as hung
 PAUSE_AFTER_ERROR_S = 0.1  # a client backs off a little after an error, as real clients do
+NO_CONNECTION = -1  # the status of a request refused a connection, or whose connection dropped
 
 
 @dataclass(frozen=True)
 class Ended:
     started: float  # time.monotonic()
     ended: float
-    status: int  # 0: no answer in time (hung)
+    status: int  # the HTTP status; 0: no answer in time (hung); NO_CONNECTION
     stage: str = ""
     code: str = ""
     message: str = ""
@@ -45,6 +46,8 @@ def query(client: httpx.Client, body: dict[str, Any]) -> Ended:
         response = client.post("/v1/query", json=body)
     except httpx.TimeoutException:
         return Ended(started, time.monotonic(), 0, message="no answer in time")
+    except httpx.TransportError as exc:  # the server is not there (a fault test killed it)
+        return Ended(started, time.monotonic(), NO_CONNECTION, message=repr(exc))
     ended = time.monotonic()
     if response.status_code == 200:
         return Ended(started, ended, 200)

@@ -64,6 +64,12 @@ class ModelProviderSettings(CommonSettings):
     grpc_tls_key_file: str = Field(
         "", description="PEM private key of `RAGLOOP_GRPC_TLS_CERT_FILE` (empty: plaintext)."
     )
+    grpc_tls_client_ca_file: str = Field(
+        "",
+        description="PEM certificate of the authority that signs the clients' certificates: set, "
+        "the stage (serving TLS) requires every caller to present a valid client certificate "
+        "from it, mutual TLS (empty: any caller that reaches the port).",
+    )
 
 
 class ChatModelSettings(ModelProviderSettings):

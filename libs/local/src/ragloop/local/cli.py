@@ -9,15 +9,18 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ragloop.core.settings import setting_variable
 from ragloop.core.stage_registry import STAGE_SPECS
-from ragloop.local.launcher import Stack, StackConfig
+from ragloop.local.launcher import ESSENTIAL, Stack, StackConfig
 from ragloop.local.models import DEFAULT_MODEL, MODELS, ensure_model
 from ragloop.local.processes import StartupError
+from ragloop.local.supervisor import EventKind
 
 EXAMPLE_QUESTION = "Which process owns the Milvus Lite data directory, and why?"
+SUPERVISE_INTERVAL_S = 0.25  # how often exits are looked for (and a stop signal at the latest)
 
 
 def config_from_env() -> StackConfig:
@@ -67,16 +70,10 @@ def run(args: argparse.Namespace) -> int:
             f"\nragloop is answering at {config.base_url}  (OpenAPI docs: {config.base_url}/docs)\n"
             f"gRPC (ragloop.v1.RagService): {config.host}:{config.orchestrator_grpc_port}\n"
             f"try:\n  curl -s {config.base_url}/v1/query -H 'content-type: application/json' \\\n"
-            f'    -d \'{{"query": "{EXAMPLE_QUESTION}"}}\'\n\nCtrl-C stops everything.'
+            f'    -d \'{{"query": "{EXAMPLE_QUESTION}"}}\'\n\n'
+            "A process that exits is started again. Ctrl-C stops everything."
         )
-        while not stopping:
-            dead = stack.unexpected_exits()
-            if dead:
-                names = ", ".join(child.name for child in dead)
-                say(f"error: {names} exited; stopping (see {config.log_dir}/)", error=True)
-                exit_code = 1
-                break
-            time.sleep(0.5)
+        exit_code = supervise(stack, lambda: stopping)
     except StartupError as exc:
         say(f"error: {exc}", error=True)
         exit_code = 1
@@ -85,6 +82,29 @@ def run(args: argparse.Namespace) -> int:
         stack.stop()
         say("stopped.")
     return exit_code
+
+
+def supervise(stack: Stack, stopping: Callable[[], bool]) -> int:
+    """Restart what exits until ``stopping()``; the exit code of the run."""
+    supervisor = stack.supervisor()
+    while not stopping():
+        for event in supervisor.tick():
+            if event.kind is EventKind.BACK:
+                say(event.message)
+            elif event.kind is EventKind.EXITED:
+                say(f"warning: {event.message}", error=True)
+            else:
+                say(f"error: {event.message}", error=True)
+                if event.name in ESSENTIAL:
+                    say(f"error: nothing answers without the {event.name}; stopping", error=True)
+                    return 1
+                say(
+                    f"error: the {event.name} stays down; the other processes keep serving, and "
+                    "queries that need it answer 503 naming it until the stack is started again",
+                    error=True,
+                )
+        time.sleep(SUPERVISE_INTERVAL_S)
+    return 0
 
 
 def ingest_sample_corpus(stack: Stack, corpus: Path) -> None:

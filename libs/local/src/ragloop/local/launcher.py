@@ -14,14 +14,15 @@ from typing import Any
 
 import httpx
 
-from ragloop.core.grpc.tls import ClientTls, client_tls, sync_channel
+from ragloop.core.grpc.tls import ClientTls, sync_channel
 from ragloop.core.names import Stage, values
 from ragloop.core.settings import setting_variable
 from ragloop.core.stage_registry import STAGE_SPECS
 from ragloop.local.model_server import model_server_command
 from ragloop.local.models import DEFAULT_MODEL, SplitModel, ensure_model
 from ragloop.local.processes import ChildProcess, StartupError, free_port, port_is_free
-from ragloop.local.readiness import grpc_serving, http_ok
+from ragloop.local.readiness import grpc_serving, http_ok, stage_client_tls
+from ragloop.local.supervisor import RestartPolicy, Supervisor
 from ragloop.v1 import retriever_pb2, retriever_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -29,6 +30,11 @@ log = logging.getLogger(__name__)
 CORPUS_SUFFIXES = {".md", ".txt"}
 STAGES = values(Stage)
 PORT_FIELDS = ("http_port", "orchestrator_grpc_port", "model_port")  # besides the stages' ports
+MODEL_SERVER = "model-server"
+ORCHESTRATOR = "orchestrator"
+# Without either nothing is answered, so giving up on one ends the run; a stage given up on
+# leaves the others serving (the orchestrator answers 503 naming it).
+ESSENTIAL = frozenset({MODEL_SERVER, ORCHESTRATOR})
 
 
 def default_stage_ports() -> dict[str, int]:
@@ -79,6 +85,15 @@ class StackConfig:
     def stage_address(self, name: str) -> str:
         return f"{self.host}:{self.stage_ports[name]}"
 
+    def port_variables(self) -> dict[str, int]:
+        """Each port by the environment variable that sets it (what ``make run`` reads)."""
+        return {
+            "RAGLOOP_HTTP_PORT": self.http_port,
+            "RAGLOOP_ORCHESTRATOR_GRPC_PORT": self.orchestrator_grpc_port,
+            "RAGLOOP_MODEL_PORT": self.model_port,
+            **{setting_variable(s.port_setting): self.stage_ports[s.name] for s in STAGE_SPECS},
+        }
+
 
 class Stack:
     def __init__(self, config: StackConfig) -> None:
@@ -95,20 +110,18 @@ class Stack:
     # --- start -----------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start every process and wait until the orchestrator reports all stages ready."""
+        """Start every process, wait until each is ready, then until the orchestrator reports
+        all stages ready."""
         c = self.config
         self._check_ports()
         env = self._service_env()
         merged = {**os.environ, **env}
-        self._tls = client_tls(
-            merged.get("RAGLOOP_STAGE_TLS_CA_FILE", ""),
-            merged.get("RAGLOOP_STAGE_TLS_SERVER_NAME", ""),
-        )
+        self._tls = stage_client_tls(merged)
         python = sys.executable
         try:
             if c.model_url is None:
                 self._spawn(
-                    "model-server",
+                    MODEL_SERVER,
                     model_server_command(
                         ensure_model(c.chat_model, c.models_dir),
                         host=c.host,
@@ -127,14 +140,18 @@ class Stack:
                     env,
                     ready=lambda a=address: grpc_serving(a, tls=self._tls),
                 )
-            self._spawn(
-                "orchestrator",
+            orchestrator = self._spawn(
+                ORCHESTRATOR,
                 [python, "-m", "ragloop.orchestrator"],
                 env,
-                ready=lambda: http_ok(f"{c.base_url}/readyz"),
+                # Its own readiness, not its stages' (/readyz): what a restart waits for.
+                ready=lambda: http_ok(f"{c.base_url}/healthz"),
             )
-            for child in list(self.children):  # in start order: the orchestrator waits last
+            for child in list(self.children):
                 child.wait_until(self._ready[child.name], timeout_s=c.startup_timeout_s)
+            orchestrator.wait_until(
+                lambda: http_ok(f"{c.base_url}/readyz"), timeout_s=c.startup_timeout_s
+            )
         except BaseException:
             self.stop()
             raise
@@ -144,12 +161,7 @@ class Stack:
 
     def _check_ports(self) -> None:
         c = self.config
-        ports = {
-            "RAGLOOP_HTTP_PORT": c.http_port,
-            "RAGLOOP_ORCHESTRATOR_GRPC_PORT": c.orchestrator_grpc_port,
-            "RAGLOOP_MODEL_PORT": c.model_port,
-            **{setting_variable(s.port_setting): c.stage_ports[s.name] for s in STAGE_SPECS},
-        }
+        ports = c.port_variables()
         busy = [f"{port} ({var})" for var, port in ports.items() if not port_is_free(c.host, port)]
         if busy:
             raise StartupError(
@@ -199,6 +211,12 @@ class Stack:
         """SIGKILL one process (a crash): no graceful shutdown, nothing flushed."""
         self.child(name).kill()
 
+    def supervisor(self, policy: RestartPolicy | None = None) -> Supervisor:
+        """A supervisor of every process, all of them running and ready (after :meth:`start`)."""
+        if policy is None:
+            policy = RestartPolicy(ready_timeout_s=self.config.startup_timeout_s)
+        return Supervisor(self.children, self._ready, policy)
+
     def restart(self, name: str) -> None:
         """Start a process that stopped again, as it was started, and wait until it is ready."""
         child = self.child(name)
@@ -244,6 +262,3 @@ class Stack:
         for child in reversed(self.children):
             child.wait_stopped(max(0.5, deadline - time.monotonic()))
         self.children.clear()
-
-    def unexpected_exits(self) -> list[ChildProcess]:
-        return [child for child in self.children if not child.running]

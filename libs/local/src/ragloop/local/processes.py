@@ -58,6 +58,19 @@ class ChildProcess:
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
+    @property
+    def exit_status(self) -> str:
+        """How the process ended, in words: "exit code 1", "killed by SIGKILL"."""
+        code = None if self.process is None else self.process.poll()
+        if code is None:
+            return "not started" if self.process is None else "running"
+        if code >= 0:
+            return f"exit code {code}"
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+
     def log_tail(self, lines: int = 20) -> str:
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])

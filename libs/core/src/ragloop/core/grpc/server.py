@@ -167,11 +167,14 @@ def run_service(
     build: Callable[[], ServiceSpec], *, service: str, settings: ModelProviderSettings, port: int
 ) -> None:
     """Entry point body shared by every stage: logging, traces, the /metrics endpoint, then
-    serve (over TLS when the settings name a certificate) until signalled."""
+    serve (over TLS when the settings name a certificate, mutual TLS when they also name the
+    clients' authority) until signalled."""
     configure_logging(service, settings.log_level, json_format=settings.log_json)
     setup_tracing(service, settings.otlp_endpoint)
     # Read before anything starts: unusable TLS files stop the stage with a message naming them.
-    credentials = server_credentials(settings.grpc_tls_cert_file, settings.grpc_tls_key_file)
+    credentials = server_credentials(
+        settings.grpc_tls_cert_file, settings.grpc_tls_key_file, settings.grpc_tls_client_ca_file
+    )
     metrics = serve_metrics(service, host=settings.bind_host, setting=settings.metrics_port)
 
     async def main() -> None:

@@ -1,4 +1,5 @@
-"""The REST API (FastAPI): query, ingest, health, readiness and metrics."""
+"""The REST API (FastAPI): query, ingest, the OpenAI-compatible API, health, readiness and
+metrics."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from fastapi.responses import JSONResponse
 
 from ragloop.orchestrator.access.admission import AdmissionInterceptor, install_admission
 from ragloop.orchestrator.loop.corrective import CorrectiveLoop
+from ragloop.orchestrator.rest.chat import chat_router
 from ragloop.orchestrator.rest.ingest import ingest_router
 from ragloop.orchestrator.rest.knowledge import knowledge_router
 from ragloop.orchestrator.rest.metrics import install_rest_metrics
@@ -67,6 +69,7 @@ def create_app(
     app.include_router(query_router)
     app.include_router(ingest_router)
     app.include_router(knowledge_router)
+    app.include_router(chat_router)
     install_page(app)
 
     @app.get("/healthz")
