@@ -215,3 +215,31 @@ def test_token_chunks_longer_than_the_model_reads_are_refused(tmp_path: Path) ->
     )
     with pytest.raises(ConfigurationError, match="at most 254"):
         build_retriever(settings)
+
+
+async def test_found_passages_carry_their_neighbouring_chunks_as_a_window(milvus_uri: str) -> None:
+    facts = [f"Fact {n}: the lighthouse keeper logged ship number {n} today." for n in range(30)]
+    text = "# Harbour log\n\n" + " ".join(facts)
+    chunks = chunk_text(text, size=200, overlap=40)
+    middle = next(n for n, chunk in enumerate(chunks) if n > 1 and "ship number 14 " in chunk)
+    for tenant in ("", "acme"):
+        async with retriever_stub(milvus_uri, passage_window_chunks=1) as stub:
+            await ingest(stub, source("log.md", text), source("cats.md", CATS), tenant=tenant)
+            found = await stub.Retrieve(
+                retriever_pb2.RetrieveRequest(
+                    query="Which ship did the keeper log as number 14?", top_k=30, tenant=tenant
+                )
+            )
+        by_index = {d.chunk_index: d for d in found.documents if d.source == "log.md"}
+        window = by_index[middle].window
+        assert by_index[middle].text == chunks[middle]  # graded alone
+        for neighbour in (middle - 1, middle + 1):
+            for sentence in chunks[neighbour].split("\n", 1)[1].split(". "):
+                assert window.count(sentence.rstrip(".")) == 1, (tenant, sentence)
+        assert window.count("Harbour log") == 1
+        [cats] = [d for d in found.documents if d.source == "cats.md"]
+        assert cats.window == ""  # one chunk: nothing to add
+
+    async with retriever_stub(milvus_uri, passage_window_chunks=0) as stub:
+        found = await stub.Retrieve(retriever_pb2.RetrieveRequest(query="ship 14", top_k=5))
+    assert found.documents and all(d.window == "" for d in found.documents)

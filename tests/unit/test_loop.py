@@ -34,9 +34,8 @@ from ragloop.orchestrator.loop.corrective import (
     Outcome,
     Round,
     StageFailure,
-    best_passed_documents,
-    within_token_budget,
 )
+from ragloop.orchestrator.loop.generation_context import best_passed_documents, generation_context
 from ragloop.orchestrator.rest.policy import resolve_policy
 from ragloop.orchestrator.rest.response import build_query_response
 from ragloop.orchestrator.rest.schemas import QueryRequest
@@ -723,4 +722,4 @@ async def test_by_default_the_generator_gets_the_passed_passages_that_fit_its_bu
 
 def test_one_long_passage_is_given_whatever_its_length() -> None:
     long = doc("long", "w" * 100_000)
-    assert within_token_budget([long, doc("short")], 100) == [long]
+    assert generation_context([long, doc("short")], 100) == [long]

@@ -22,6 +22,9 @@ class Document:
     score: float = 0.0
     metadata: dict[str, Any] = field(default_factory=dict)
     chunk_index: int = 0
+    # The passage joined with its neighbouring chunks of the same source, for the generator;
+    # empty when the retriever added none.
+    window: str = ""
 
 
 @dataclass(frozen=True)

@@ -17,20 +17,22 @@ VERDICT_RELEVANT: Verdict
 VERDICT_NOT_RELEVANT: Verdict
 
 class Document(_message.Message):
-    __slots__ = ("id", "text", "source", "score", "metadata", "chunk_index")
+    __slots__ = ("id", "text", "source", "score", "metadata", "chunk_index", "window")
     ID_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
     CHUNK_INDEX_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
     id: str
     text: str
     source: str
     score: float
     metadata: _struct_pb2.Struct
     chunk_index: int
-    def __init__(self, id: _Optional[str] = ..., text: _Optional[str] = ..., source: _Optional[str] = ..., score: _Optional[float] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., chunk_index: _Optional[int] = ...) -> None: ...
+    window: str
+    def __init__(self, id: _Optional[str] = ..., text: _Optional[str] = ..., source: _Optional[str] = ..., score: _Optional[float] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., chunk_index: _Optional[int] = ..., window: _Optional[str] = ...) -> None: ...
 
 class Grade(_message.Message):
     __slots__ = ("document_id", "verdict", "confidence", "reasoning")

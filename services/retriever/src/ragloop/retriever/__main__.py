@@ -44,6 +44,7 @@ def build_retriever(settings: RetrieverSettings) -> MilvusRetriever:
         default_mode=settings.retrieval_mode,
         chunk_unit=settings.chunk_unit,
         ingest_batch_chunks=settings.ingest_batch_chunks,
+        passage_window_chunks=settings.passage_window_chunks,
     )
 
 

@@ -7,6 +7,7 @@ from pydantic import Field, model_validator
 from ragloop.core.names import RetrievalMode, Stage
 from ragloop.core.settings import ModelProviderSettings
 from ragloop.core.stage_registry import stage_spec
+from ragloop.retriever.windows import MAX_WINDOW_CHUNKS
 
 MIN_CHUNK_CHARACTERS = 100
 MAX_CHUNK_CHARACTERS = 8000
@@ -51,6 +52,14 @@ class RetrieverSettings(ModelProviderSettings):
     )
     chunk_overlap: int = Field(
         150, ge=0, description="Length in `chunk_unit` shared by neighbouring chunks."
+    )
+    passage_window_chunks: int = Field(
+        1,
+        ge=0,
+        le=MAX_WINDOW_CHUNKS,
+        description="Neighbouring chunks of the same source joined to each found passage on "
+        "each side, for the generator only (grading reads the passage alone): "
+        f"0-{MAX_WINDOW_CHUNKS}, 0 = none.",
     )
     retrieval_mode: RetrievalMode = Field(
         RetrievalMode.HYBRID,

@@ -41,6 +41,7 @@ from ragloop.retriever.expressions import all_of, metadata_condition
 from ragloop.retriever.ingestion import BatchWriter, PendingChunk
 from ragloop.retriever.search import DENSE, SearchRequest, checked_mode
 from ragloop.retriever.store import MAX_SOURCE_CHARS, MilvusStore
+from ragloop.retriever.windows import neighbour_keys, with_windows
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -80,6 +81,7 @@ class MilvusRetriever:
         default_mode: str = "hybrid",
         chunk_unit: str = "characters",
         ingest_batch_chunks: int = 256,
+        passage_window_chunks: int = 0,
     ) -> None:
         self._store = store
         self._default_mode = checked_mode(default_mode)
@@ -91,6 +93,7 @@ class MilvusRetriever:
         self._measure = chunk_measure(chunk_unit, embedder, chunk_size)
         self._batch_size = embedding_batch_size
         self._ingest_batch_chunks = ingest_batch_chunks
+        self._window_chunks = passage_window_chunks
         # One thread for Milvus (the Lite engine is not meant for concurrent callers), one pool
         # for embeddings so that ingestion does not stall searches.
         self._milvus_thread = ThreadPoolExecutor(1, thread_name_prefix="milvus")
@@ -177,6 +180,10 @@ class MilvusRetriever:
             observe_retrieval(used, len(hits), time.perf_counter() - started)
             span.set_attribute("db.response.returned_rows", len(hits))
         kept = [doc for doc in hits if doc.score >= similarity_threshold]
+        if self._window_chunks and kept:
+            keys = neighbour_keys(kept, self._window_chunks)
+            texts = await self._milvus(self._store.chunk_texts, name, keys, tenant=tenant)
+            kept = with_windows(kept, texts, self._window_chunks)
         return RetrievalResult(
             kept, total_found=len(hits), embedding_model=self._embedder.name, mode=used
         )

@@ -262,6 +262,16 @@ class MilvusStore:
         scores = cosines(request.vector, [hit["entity"][schema.DENSE_FIELD] for hit in hits])
         return [_document(hit, score) for hit, score in zip(hits, scores, strict=True)]
 
+    def chunk_texts(
+        self, collection: str, keys: Iterable[tuple[str, int]], *, tenant: str = ""
+    ) -> dict[tuple[str, int], str]:
+        """The texts of the chunks named by (source, chunk index) that exist, by primary key."""
+        ids = {chunk_id(collection, source, n, tenant): (source, n) for source, n in keys}
+        if not ids:
+            return {}
+        rows = self.client.get(collection, ids=list(ids), output_fields=[schema.TEXT_FIELD])
+        return {ids[str(row[schema.ID_FIELD])]: row[schema.TEXT_FIELD] for row in rows}
+
     def write_chunks(
         self,
         collection: str,

@@ -75,6 +75,7 @@ def document_to_proto(doc: Document) -> common_pb2.Document:
         score=doc.score,
         metadata=struct_from_dict(doc.metadata),
         chunk_index=doc.chunk_index,
+        window=doc.window,
     )
 
 
@@ -86,6 +87,7 @@ def document_from_proto(message: common_pb2.Document) -> Document:
         score=message.score,
         metadata=dict_from_struct(message.metadata),
         chunk_index=message.chunk_index,
+        window=message.window,
     )
 
 

@@ -27,7 +27,6 @@ from ragloop.core.domain import (
     Answer,
     AnswerDelta,
     Document,
-    Grade,
     GradedDocument,
     GradingResult,
     ModelUsage,
@@ -45,7 +44,7 @@ from ragloop.core.errors import (
 from ragloop.core.metrics import init_loop_series, observe_loop
 from ragloop.core.names import LoopNode, Outcome
 from ragloop.core.stages import LoopStages
-from ragloop.core.text import estimated_tokens, normalize_query
+from ragloop.core.text import normalize_query
 from ragloop.orchestrator.loop import events
 from ragloop.orchestrator.loop.budget import Budget, reached, seconds_until
 from ragloop.orchestrator.loop.events import (
@@ -54,6 +53,10 @@ from ragloop.orchestrator.loop.events import (
     LoopEvent,
     NodeFinished,
     NodeStarted,
+)
+from ragloop.orchestrator.loop.generation_context import (
+    best_passed_documents,
+    generation_context,
 )
 from ragloop.orchestrator.loop.request_policy import REQUEST_DEFAULTS
 from ragloop.orchestrator.loop.thresholds import threshold_of_round
@@ -203,32 +206,6 @@ class StreamingGenerator(Protocol):
         ...
 
 
-def best_passed_documents(rounds: list[Round], limit: int) -> list[Document]:
-    """Passed documents of every round, deduplicated by id, most confident first."""
-    best: dict[str, tuple[Grade, Document]] = {}
-    for round_ in rounds:
-        for graded in round_.graded:
-            if graded.grade.relevant:
-                known = best.get(graded.document.id)
-                if known is None or graded.grade.confidence > known[0].confidence:
-                    best[graded.document.id] = (graded.grade, graded.document)
-    ranked = sorted(best.values(), key=lambda gd: (gd[0].confidence, gd[1].score), reverse=True)
-    return [doc for _, doc in ranked[:limit]]
-
-
-def within_token_budget(documents: list[Document], budget_tokens: int) -> list[Document]:
-    """The leading documents whose texts fit ``budget_tokens`` together; the first always, so that
-    one long passage is never dropped for its length."""
-    chosen: list[Document] = []
-    spent = 0
-    for document in documents:
-        spent += estimated_tokens(document.text)
-        if chosen and spent > budget_tokens:
-            break
-        chosen.append(document)
-    return chosen
-
-
 def out_of_time_answer(documents: list[Document]) -> Answer:
     """The honest answer of a query whose budget ran out before an answer was written."""
     if not documents:
@@ -347,7 +324,7 @@ class _Run:
         # evidence as much as the last round's.
         limit = min(self.policy.top_k, self.policy.max_generation_documents)
         best = best_passed_documents(self.trace.rounds, limit)
-        return within_token_budget(best, self.policy.generation_context_tokens)
+        return generation_context(best, self.policy.generation_context_tokens)
 
     async def _rounds(self) -> Outcome:
         try:

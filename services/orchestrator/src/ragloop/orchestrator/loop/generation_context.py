@@ -1,0 +1,58 @@
+"""What reaches the generator: the passed passages of every round, most confident first, each as
+its window (the passage with its neighbouring chunks, decision 0011) while that fits the token
+budget, else as the passage alone."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from ragloop.core.domain import Document, Grade
+from ragloop.core.text import estimated_tokens
+
+if TYPE_CHECKING:
+    from ragloop.orchestrator.loop.corrective import Round
+
+
+def best_passed_documents(rounds: Sequence[Round], limit: int) -> list[Document]:
+    """Passed documents of every round, deduplicated by id, most confident first."""
+    best: dict[str, tuple[Grade, Document]] = {}
+    for round_ in rounds:
+        for graded in round_.graded:
+            if graded.grade.relevant:
+                known = best.get(graded.document.id)
+                if known is None or graded.grade.confidence > known[0].confidence:
+                    best[graded.document.id] = (graded.grade, graded.document)
+    ranked = sorted(best.values(), key=lambda gd: (gd[0].confidence, gd[1].score), reverse=True)
+    return [doc for _, doc in ranked[:limit]]
+
+
+def generation_context(documents: list[Document], budget_tokens: int) -> list[Document]:
+    """The leading ``documents`` that fit ``budget_tokens`` together, each with its window as its
+    text when the window fits and its own text otherwise; the first always, so that one long
+    passage is never dropped for its length. A passage that a chosen window already holds is
+    passed over."""
+    chosen: list[Document] = []
+    spent = 0
+    for document in documents:
+        if any(_holds(earlier, document) for earlier in chosen):
+            continue
+        for text in (document.window, document.text):
+            cost = estimated_tokens(text)
+            if text and (spent + cost <= budget_tokens or (not chosen and text == document.text)):
+                chosen.append(replace(document, text=text, window=""))
+                spent += cost
+                break
+        else:
+            break
+    return chosen
+
+
+def _holds(earlier: Document, document: Document) -> bool:
+    """Whether ``earlier`` (as chosen) already holds ``document``'s passage: the whole of it, or
+    all but its first line (the section heading a window does not repeat)."""
+    if earlier.source != document.source:
+        return False
+    _, _, body = document.text.partition("\n")
+    return document.text in earlier.text or (bool(body.strip()) and body in earlier.text)
