@@ -9,14 +9,15 @@ import stat
 import subprocess
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
 
 from ragloop.core.metrics.exporter import DEFAULT_METRICS_PORTS
-from tests.apt import apt_install
 from tests.deploy.compose_helpers import (
     Compose,
+    bind_mounts,
     initialized_env,
     raw_compose,
 )
@@ -41,16 +42,10 @@ HEALTHCHECK_COMMAND = ["CMD", "python", "-m", "ragloop.core.grpc.healthcheck"]
 COMPOSE_SECTION = "# === docker compose"
 PROMETHEUS_CONFIG = DEPLOY / "prometheus" / "prometheus.yml"
 GRAFANA_PROVISIONING = DEPLOY / "grafana" / "provisioning"
-
-
-@pytest.fixture(scope="session")
-def compose() -> Compose:
-    return Compose(apt_install("docker-compose", "docker-compose"))
-
-
-@pytest.fixture(scope="module")
-def env_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return initialized_env(tmp_path_factory.mktemp("deploy"))
+OTLP_HTTP_PORT = "4318"
+# Services that keep their state in memory on purpose: Jaeger's all-in-one keeps the newest
+# traces (a restart loses them; docs/tracing.md).
+IN_MEMORY = {"jaeger"}
 
 
 @pytest.fixture(scope="module")
@@ -85,16 +80,6 @@ def published(service: dict[str, Any]) -> list[tuple[str, int, int]]:
         host, host_port, container = spec.removesuffix("/tcp").rsplit(":", 2)
         ports.append((host, int(host_port), int(container)))
     return ports
-
-
-def bind_mounts(service: dict[str, Any]) -> dict[str, Path]:
-    """Container path to host path of each bind mount."""
-    mounts = {}
-    for volume in service.get("volumes", []):
-        source, target = volume.split(":")[:2]
-        if source.startswith("/"):
-            mounts[target] = Path(source)
-    return mounts
 
 
 def interpolated_variables(text: str) -> set[str]:
@@ -360,10 +345,26 @@ def test_grafana_gets_its_datasource_and_dashboards(services: dict[str, dict[str
     assert grafana["environment"]["GF_SECURITY_ADMIN_PASSWORD"]
 
 
+def test_every_service_exports_its_traces_to_jaeger(services: dict[str, dict[str, Any]]) -> None:
+    jaeger = services["jaeger"]
+    for name in SERVICES:
+        endpoint = urlsplit(services[name]["environment"]["RAGLOOP_OTLP_ENDPOINT"])
+        assert (endpoint.hostname, str(endpoint.port)) == ("jaeger", OTLP_HTTP_PORT), name
+        assert set(services[name]["networks"]) & set(jaeger["networks"]), name
+    assert OTLP_HTTP_PORT in jaeger["expose"]
+    datasource = yaml.safe_load((GRAFANA_PROVISIONING / "datasources" / "jaeger.yml").read_text())
+    query = urlsplit(datasource["datasources"][0]["url"])
+    assert query.hostname == "jaeger" and str(query.port) in jaeger["expose"]
+    assert "jaeger" in services["grafana"]["depends_on"]
+    assert "--enable-feature=exemplar-storage" in services["prometheus"]["command"]
+
+
 def test_state_lives_in_named_volumes(config: dict[str, Any]) -> None:
     named = set(config["volumes"])
     for name, service in config["services"].items():
         if "build" in service or name in one_shot_jobs(config["services"]):
             continue  # stateless
+        if name in IN_MEMORY:
+            continue
         sources = {volume.split(":")[0] for volume in service.get("volumes", [])}
         assert sources & named, f"{name} keeps its data in no named volume"

@@ -84,6 +84,12 @@ def test_a_new_registry_row_reaches_every_deployment_file(with_a_reranker: dict[
     settings = yaml.safe_load(files["k8s/settings.yaml"])["data"]
     assert settings["RAGLOOP_RERANKER_ADDRESS"] == "dns:///reranker:50055"
 
+    mtls = yaml.safe_load(files["docker-compose.mtls.yml"])["services"]["reranker"]
+    assert mtls["healthcheck"]["test"][-2:] == ["--tls-server-name", "reranker"]
+    component = yaml.safe_load(files["k8s/mtls/kustomization.yaml"])
+    patched = [yaml.safe_load(p["patch"])["metadata"]["name"] for p in component["patches"]]
+    assert "reranker" in patched
+
     jobs = yaml.safe_load(files["prometheus/prometheus.yml"])["scrape_configs"]
     assert {"job_name": "reranker", "static_configs": [{"targets": ["reranker:9105"]}]} in jobs
     rules = {r["alert"]: r["expr"] for r in _alert_rules(files["prometheus/alert-rules.yml"])}

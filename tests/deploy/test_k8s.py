@@ -187,6 +187,22 @@ def test_settings_exist_and_name_the_cluster_services() -> None:
     assert data["RAGLOOP_EMBEDDING_MODEL"].startswith("ollama:")
 
 
+def test_every_ragloop_pod_exports_its_traces_to_jaeger() -> None:
+    jaeger, port = service_port(settings()["RAGLOOP_OTLP_ENDPOINT"])
+    otlp = next(p for p in jaeger["spec"]["ports"] if p["port"] == port)
+    (rule,) = [
+        r
+        for r in of_kind("NetworkPolicy")["traces"]["spec"]["ingress"]
+        if {"port": otlp["name"]} in r["ports"]
+    ]
+    (allowed,) = rule["from"]
+    for service in SERVICES:
+        labels = pod(of_kind("Deployment")[service])["metadata"]["labels"]
+        assert all(
+            labels.get(e["key"]) in e["values"] for e in allowed["podSelector"]["matchExpressions"]
+        ), f"{service} may not reach Jaeger"
+
+
 def test_the_model_tier_is_a_separately_scaled_workload() -> None:
     ollama = of_kind("StatefulSet")["ollama"]
     assert ollama["spec"]["replicas"] >= 2

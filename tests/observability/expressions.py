@@ -17,7 +17,8 @@ from tests.conftest import REPO_ROOT
 DASHBOARDS_DIR = REPO_ROOT / "deploy" / "grafana" / "dashboards"
 ALERT_RULES = REPO_ROOT / "deploy" / "prometheus" / "alert-rules.yml"
 PROMETHEUS_CONFIG = REPO_ROOT / "deploy" / "prometheus" / "prometheus.yml"
-DATASOURCES = REPO_ROOT / "deploy" / "grafana" / "provisioning" / "datasources" / "prometheus.yml"
+DATASOURCES_DIR = REPO_ROOT / "deploy" / "grafana" / "provisioning" / "datasources"
+DATASOURCES = DATASOURCES_DIR / "prometheus.yml"
 
 # Grafana's built-in variables the dashboards may use, and what a test query puts in their place.
 GRAFANA_VARIABLES = {"$__rate_interval": "1m", "$__range": "5m"}
@@ -76,11 +77,13 @@ def alert_rules() -> list[dict[str, Any]]:
 
 
 def all_expressions() -> list[Expression]:
+    """Every PromQL expression: those of the panels' Prometheus queries and the alert rules."""
     found = [
         Expression(f"{name}: {panel['title']} [{target['refId']}]", target["expr"])
         for name, board in dashboards().items()
         for panel in panels(board)
         for target in panel.get("targets", [])
+        if target["datasource"]["type"] == "prometheus"
     ]
     found += [
         Expression(f"alert-rules.yml: {rule['alert']}", rule["expr"].strip(), is_alert=True)
@@ -118,9 +121,23 @@ def _is_number_suffix(text: str, start: int) -> bool:
     return start > 0 and text[start - 1].isdigit()
 
 
-def provisioned_datasource_uid() -> str:
+def prometheus_datasource() -> dict[str, Any]:
     [datasource] = yaml.safe_load(DATASOURCES.read_text())["datasources"]
-    return str(datasource["uid"])
+    return dict(datasource)
+
+
+def provisioned_datasource_uid() -> str:
+    """The Prometheus datasource's uid."""
+    return str(prometheus_datasource()["uid"])
+
+
+def provisioned_datasources() -> dict[str, str]:
+    """The type of every provisioned datasource by uid (Prometheus, Jaeger)."""
+    return {
+        str(datasource["uid"]): str(datasource["type"])
+        for path in sorted(DATASOURCES_DIR.glob("*.yml"))
+        for datasource in yaml.safe_load(path.read_text())["datasources"]
+    }
 
 
 def scrape_jobs() -> dict[str, list[str]]:

@@ -14,6 +14,7 @@ import pytest
 
 from ragloop.local.launcher import STAGES, Stack, StackConfig
 from tests.conftest import MODELS_DIR
+from tests.reliability.pki import Pki, make_pki
 from tests.reliability.scripted_model import ScriptedModel
 from tests.reliability.tally import Tally
 
@@ -44,6 +45,12 @@ def tally() -> Iterator[Tally]:
     found = Tally()
     yield found
     found.write()
+
+
+@pytest.fixture(scope="package")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    """Authorities and certificates made with openssl for the TLS tests."""
+    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture(scope="package")

@@ -5,88 +5,22 @@ another authority are all refused."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
-import httpx
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ragloop.core.errors import ConfigurationError
-from ragloop.core.grpc.server import ServiceSpec, start_server
 from ragloop.core.grpc.tls import client_tls, server_credentials
-from ragloop.local.processes import ChildProcess, free_port
+from ragloop.local.processes import ChildProcess
 from ragloop.local.readiness import grpc_serving
-from tests.reliability.pki import Authority, ServerCertificate, authority
-from tests.service.loop_stack_helpers import (
-    STAGES,
-    generator_spec,
-    grader_spec,
-    rest_over_stages,
-    retriever_spec,
-    rewriter_spec,
-)
-from tests.unit.fakes import DictGrader, EchoGenerator, ScriptedRetriever, ScriptedRewriter, doc
+from tests.reliability.pki import Pki
+from tests.reliability.tls_stages import ask, refused_start_log, rewriter_process, tls_stages
+from tests.service.loop_stack_helpers import rest_over_stages
 
 pytestmark = pytest.mark.reliability
-
-
-@dataclass(frozen=True)
-class Pki:
-    ca: Authority
-    rogue: Authority  # an authority the orchestrator must not trust
-    loopback: ServerCertificate  # for 127.0.0.1 and localhost
-    named: ServerCertificate  # for the name "ragloop-stages" only
-    unknown: ServerCertificate  # for 127.0.0.1, signed by the rogue authority
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    directory = tmp_path_factory.mktemp("pki")
-    ca, rogue = authority(directory / "ca", "ragloop"), authority(directory / "rogue", "rogue")
-    return Pki(
-        ca,
-        rogue,
-        ca.issue("loopback", alt_names="DNS:localhost,IP:127.0.0.1"),
-        ca.issue("named", alt_names="DNS:ragloop-stages"),
-        rogue.issue("unknown", alt_names="DNS:localhost,IP:127.0.0.1"),
-    )
-
-
-def stage_specs() -> dict[str, ServiceSpec]:
-    """ "q" finds a, which passes and is answered."""
-    return {
-        "retriever": retriever_spec(ScriptedRetriever({"q": [doc("a")]})),
-        "grader": grader_spec(DictGrader({"a": (True, 0.9)})),
-        "rewriter": rewriter_spec(ScriptedRewriter([])),
-        "generator": generator_spec(EchoGenerator()),
-    }
-
-
-@asynccontextmanager
-async def tls_stages(certificate: ServerCertificate) -> AsyncIterator[dict[str, str]]:
-    """The four stages served over TLS only, on free loopback ports; their addresses."""
-    credentials = server_credentials(str(certificate.cert), str(certificate.key))
-    running = [
-        await start_server(spec, host="127.0.0.1", port=0, credentials=credentials)
-        for spec in stage_specs().values()
-    ]
-    try:
-        yield {name: f"127.0.0.1:{r.port}" for name, r in zip(STAGES, running, strict=True)}
-    finally:
-        for server in running:
-            await server.stop(grace=1)
-
-
-async def ask(url: str) -> tuple[httpx.Response, httpx.Response]:
-    """The answer to a query, and the orchestrator's readiness."""
-    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
-        answer = await client.post("/v1/query", json={"query": "q", "time_budget_s": 30})
-        return answer, await client.get("/readyz")
 
 
 async def test_the_orchestrator_trusting_the_authority_gets_answers_over_tls(pki: Pki) -> None:
@@ -152,48 +86,29 @@ async def test_a_plaintext_client_is_refused_by_a_tls_stage(pki: Pki) -> None:
 
 
 @pytest.fixture
-def rewriter_process(pki: Pki, tmp_path: Path) -> Iterator[tuple[ChildProcess, str]]:
-    port = free_port()
-    env = {
-        "RAGLOOP_REWRITER_PORT": str(port),
-        "RAGLOOP_METRICS_PORT": "0",
+def rewriter(pki: Pki, tmp_path: Path) -> Iterator[tuple[ChildProcess, str]]:
+    settings = {
         "RAGLOOP_GRPC_TLS_CERT_FILE": str(pki.loopback.cert),
         "RAGLOOP_GRPC_TLS_KEY_FILE": str(pki.loopback.key),
     }
-    child = ChildProcess(
-        "rewriter", [sys.executable, "-m", "ragloop.rewriter"], tmp_path / "rewriter.log", env
-    )
-    child.start()
-    try:
-        yield child, f"127.0.0.1:{port}"
-    finally:
-        child.signal_stop()
-        child.wait_stopped(10)
+    with rewriter_process(settings, tmp_path / "rewriter.log") as running:
+        yield running
 
 
 def test_a_stage_process_serves_tls_from_its_settings(
-    pki: Pki, rewriter_process: tuple[ChildProcess, str]
+    pki: Pki, rewriter: tuple[ChildProcess, str]
 ) -> None:
     """What `make run` does with RAGLOOP_GRPC_TLS_* and RAGLOOP_STAGE_TLS_CA_FILE set: the
     launcher's readiness probe speaks TLS with the authority; a plaintext probe gets nothing."""
-    child, address = rewriter_process
+    child, address = rewriter
     tls = client_tls(str(pki.ca.cert))
     child.wait_until(lambda: grpc_serving(address, tls=tls), timeout_s=60)
     assert not grpc_serving(address, timeout_s=2)
 
 
 def test_a_stage_with_half_its_tls_settings_does_not_start(pki: Pki, tmp_path: Path) -> None:
-    env = {
-        "RAGLOOP_REWRITER_PORT": str(free_port()),
-        "RAGLOOP_METRICS_PORT": "0",
-        "RAGLOOP_GRPC_TLS_CERT_FILE": str(pki.loopback.cert),
-    }
-    log = tmp_path / "rewriter.log"
-    child = ChildProcess("rewriter", [sys.executable, "-m", "ragloop.rewriter"], log, env)
-    child.start()
-    assert child.process is not None
-    assert child.process.wait(timeout=60) != 0
-    assert "RAGLOOP_GRPC_TLS_KEY_FILE" in log.read_text()
+    settings = {"RAGLOOP_GRPC_TLS_CERT_FILE": str(pki.loopback.cert)}
+    assert "RAGLOOP_GRPC_TLS_KEY_FILE" in refused_start_log(settings, tmp_path / "rewriter.log")
 
 
 @pytest.mark.parametrize(

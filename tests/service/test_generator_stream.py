@@ -74,7 +74,8 @@ async def test_tokens_come_first_and_the_answer_is_what_generate_answer_returns(
     assert len(deltas) >= 2 and not any(d.restart for d in deltas)
     assert plain_text("".join(d.text for d in deltas)) == plain_text(answer.answer)
     assert answer.grounded and [c.document_id for c in answer.citations] == ["storage-0"]
-    assert answer.usage.calls == 1 and answer.usage.completion_tokens > 0
+    # the answer, then its support check (which the real model's answer passed)
+    assert answer.usage.calls == 2 and answer.usage.completion_tokens > 0
     assert answer == unary
 
 
@@ -242,7 +243,9 @@ async def test_the_orchestrators_client_sends_the_instructions_for_the_answer(
             await client.generate(QUESTION, DOCUMENTS, "x" * 501)
 
     line = f"Question: {QUESTION}\n{INSTRUCTIONS_LABEL}: Answer in French.\n"
-    streamed, unary = user_prompts()  # the refused call never reached the model
+    # the answers' prompts (each answer's support check follows it); the refused call never
+    # reached the model
+    streamed, unary = [prompt for prompt in user_prompts() if prompt.startswith("Sources:")]
     assert line in streamed and line in unary
 
 

@@ -156,9 +156,13 @@ async def test_generator_streams_its_answer_over_ollama(ollama_url: str) -> None
     assert len(deltas) > 1 and all(isinstance(d, AnswerDelta) and not d.restart for d in deltas)
     assert "".join(d.text for d in deltas) == "The retriever owns it."
     assert isinstance(answer, Answer) and answer.text == "The retriever owns it. [1]"
-    assert (answer.usage.prompt_tokens, answer.usage.completion_tokens) == (42, 7)
-    [(_, body)] = FakeOllama.requests
+    # The answer, then its support check: one sampled token without a schema (Ollama passes no
+    # log-probabilities on). The fake's reply to it is neither yes nor no, so the answer stands.
+    assert (answer.usage.prompt_tokens, answer.usage.completion_tokens) == (84, 14)
+    [(_, body), (_, check)] = FakeOllama.requests
     assert body["format"] == ANSWER_SCHEMA and body["stream"] is True
+    assert check["options"]["num_predict"] == 1 and not check.get("format")
+    assert "Answer: The retriever owns it.\n" in check["messages"][-1]["content"]
 
 
 def test_embeddings_over_ollama(ollama_url: str) -> None:

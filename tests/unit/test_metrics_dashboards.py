@@ -1,14 +1,21 @@
 """The provisioned dashboards and the alert rules, read as files: well-formed Grafana JSON on the
-provisioned datasource, and PromQL that reads only metrics ragloop defines (or Prometheus and
-Milvus export). tests/observability runs every expression against a real Prometheus."""
+provisioned datasources, PromQL that reads only metrics ragloop defines (or Prometheus and
+Milvus export), and trace searches for spans the services make. tests/observability runs every
+expression against a real Prometheus."""
 
 from __future__ import annotations
+
+from functools import cache
+from typing import Any
 
 import pytest
 from prometheus_client.metrics import MetricWrapperBase
 
 from ragloop.core.metrics import catalog
 from ragloop.core.metrics.exporter import DEFAULT_METRICS_PORTS
+from ragloop.core.names import Stage, values
+from ragloop.orchestrator.rest.app import create_app
+from ragloop.orchestrator.settings import OrchestratorSettings
 from tests.observability.expressions import (
     alert_rules,
     alert_signal,
@@ -16,7 +23,9 @@ from tests.observability.expressions import (
     dashboards,
     metric_names,
     panels,
+    prometheus_datasource,
     provisioned_datasource_uid,
+    provisioned_datasources,
     scrape_jobs,
 )
 
@@ -28,6 +37,14 @@ SAMPLE_SUFFIXES = {
     "gauge": ("",),
     "histogram": ("_bucket", "_sum", "_count"),
 }
+STAGES = values(Stage)
+
+
+@cache
+def traced_operations() -> frozenset[str]:
+    """The names of the orchestrator's REST spans: method and route template (rest/tracing.py)."""
+    paths = create_app(OrchestratorSettings()).openapi()["paths"]
+    return frozenset(f"{method.upper()} {path}" for path, item in paths.items() for method in item)
 
 
 def defined_series() -> set[str]:
@@ -52,23 +69,49 @@ def test_there_is_one_dashboard_per_topic_with_unique_uids() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(dashboards()))
-def test_dashboard_is_well_formed_on_the_provisioned_datasource(name: str) -> None:
+def test_dashboard_is_well_formed_on_the_provisioned_datasources(name: str) -> None:
     board = dashboards()[name]
     assert board["schemaVersion"] >= 36 and board["title"] and board["uid"]
     ids = [panel["id"] for panel in panels(board)]
     assert len(set(ids)) == len(ids), "panel ids must be unique"
-    uid = provisioned_datasource_uid()
+    provisioned = provisioned_datasources()
     for panel in panels(board):
         grid = panel["gridPos"]
         assert grid["x"] + grid["w"] <= 24, panel["title"]
         if panel["type"] == "row":
             continue
-        assert panel["datasource"]["uid"] == uid, panel["title"]
+        datasource = panel["datasource"]
+        assert provisioned.get(datasource["uid"]) == datasource["type"], panel["title"]
         targets = panel["targets"]
         assert targets, f"{panel['title']} has no query"
         assert len({t["refId"] for t in targets}) == len(targets), panel["title"]
         for target in targets:
-            assert target["datasource"]["uid"] == uid and target["expr"].strip(), panel["title"]
+            assert target["datasource"] == datasource, panel["title"]
+            if datasource["type"] == "prometheus":
+                assert target["expr"].strip(), panel["title"]
+            else:
+                assert_trace_search(target, panel["title"])
+
+
+def assert_trace_search(target: dict[str, Any], title: str) -> None:
+    """A Jaeger search for the spans of a ragloop service that the services make."""
+    assert target["queryType"] == "search", title
+    assert target["service"] in {"orchestrator", *STAGES}, title
+    operation = target.get("operation")
+    assert operation is None or operation in traced_operations(), f"{title}: {operation}"
+
+
+def test_the_loop_dashboard_links_queries_to_their_traces() -> None:
+    board = dashboards()["ragloop-loop.json"]
+    by_type = {panel["datasource"]["type"] for panel in panels(board) if "datasource" in panel}
+    assert "jaeger" in by_type, "a panel lists the queries' traces"
+    latency = next(p for p in panels(board) if p["title"] == "Loop latency p95 by outcome")
+    assert all(target["exemplar"] for target in latency["targets"])
+    [prometheus] = [uid for uid, kind in provisioned_datasources().items() if kind == "prometheus"]
+    [jaeger] = [uid for uid, kind in provisioned_datasources().items() if kind == "jaeger"]
+    assert prometheus == provisioned_datasource_uid()
+    destinations = prometheus_datasource()["jsonData"]["exemplarTraceIdDestinations"]
+    assert destinations == [{"name": "trace_id", "datasourceUid": jaeger}]
 
 
 @pytest.mark.parametrize("expression", all_expressions(), ids=str)

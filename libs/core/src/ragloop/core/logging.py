@@ -1,5 +1,6 @@
 """JSON logging, one line per record, configured once per process by its entry point. Every
-record logged while a request is handled carries its ``request_id``."""
+record logged while a request is handled carries its ``request_id`` and, when tracing is on,
+its ``trace_id`` and ``span_id``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 from datetime import UTC, datetime
 
 from ragloop.core import context
+from ragloop.core.tracing import TraceContextFilter
 
 _STANDARD_ATTRS = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 
@@ -46,6 +48,7 @@ class RequestIdFilter(logging.Filter):
 def configure_logging(service: str, level: str = "INFO", *, json_format: bool = True) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(RequestIdFilter())
+    handler.addFilter(TraceContextFilter())
     if json_format:
         handler.setFormatter(JsonFormatter(service))
     else:

@@ -41,6 +41,12 @@ class CommonSettings(BaseSettings):
         + ", ".join(f"{spec.metrics_port} {spec.name}" for spec in STAGE_SPECS)
         + "). The orchestrator serves `/metrics` on its REST port.",
     )
+    otlp_endpoint: str = Field(
+        "",
+        description="OTLP/HTTP endpoint the service exports its traces to, e.g. "
+        "`http://tempo:4318` (`/v1/traces` is appended). Empty: the standard "
+        "`OTEL_EXPORTER_OTLP_ENDPOINT` if set, else tracing is off.",
+    )
 
 
 class ModelProviderSettings(CommonSettings):
@@ -57,6 +63,12 @@ class ModelProviderSettings(CommonSettings):
     )
     grpc_tls_key_file: str = Field(
         "", description="PEM private key of `RAGLOOP_GRPC_TLS_CERT_FILE` (empty: plaintext)."
+    )
+    grpc_tls_client_ca_file: str = Field(
+        "",
+        description="PEM certificate of the authority that signs the clients' certificates: set, "
+        "the stage (serving TLS) requires every caller to present a valid client certificate "
+        "from it, mutual TLS (empty: any caller that reaches the port).",
     )
 
 

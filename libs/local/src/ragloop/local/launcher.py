@@ -19,14 +19,14 @@ from typing import Any
 
 import httpx
 
-from ragloop.core.grpc.tls import ClientTls, client_tls, sync_channel
+from ragloop.core.grpc.tls import ClientTls, sync_channel
 from ragloop.core.names import Stage, values
 from ragloop.core.settings import setting_variable
 from ragloop.core.stage_registry import STAGE_SPECS, stage_spec
 from ragloop.local.model_server import model_server_command
 from ragloop.local.models import DEFAULT_MODEL, SplitModel, ensure_model
 from ragloop.local.processes import ChildProcess, StartupError, free_port, port_is_free
-from ragloop.local.readiness import grpc_serving, http_ok
+from ragloop.local.readiness import grpc_serving, http_ok, stage_client_tls
 from ragloop.local.supervisor import RestartPolicy, Supervisor
 from ragloop.v1 import retriever_pb2, retriever_pb2_grpc
 
@@ -204,10 +204,7 @@ class Stack:
         self._check_replicas()
         env = self._service_env()
         merged = {**os.environ, **env}
-        self._tls = client_tls(
-            merged.get("RAGLOOP_STAGE_TLS_CA_FILE", ""),
-            merged.get("RAGLOOP_STAGE_TLS_SERVER_NAME", ""),
-        )
+        self._tls = stage_client_tls(merged)
         python = sys.executable
         try:
             for server in [] if c.model_url else c.model_server_replicas():

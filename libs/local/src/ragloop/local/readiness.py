@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 import httpx
 
 from ragloop.core.grpc.healthcheck import check_health
-from ragloop.core.grpc.tls import ClientTls
+from ragloop.core.grpc.tls import STAGE_CLIENT, ClientTls, client_tls
 from ragloop.local.processes import ChildProcess
+
+
+def stage_client_tls(env: Mapping[str, str]) -> ClientTls | None:
+    """How the probes reach the stages: as the orchestrator does, with its RAGLOOP_STAGE_TLS_*
+    settings in ``env`` (the authority, and the client certificate stages with mutual TLS ask
+    for)."""
+    return client_tls(
+        env.get(STAGE_CLIENT.ca_file, ""),
+        env.get(STAGE_CLIENT.server_name, ""),
+        cert_file=env.get(STAGE_CLIENT.cert_file, ""),
+        key_file=env.get(STAGE_CLIENT.key_file, ""),
+    )
 
 
 def grpc_serving(address: str, timeout_s: float = 1.0, tls: ClientTls | None = None) -> bool:

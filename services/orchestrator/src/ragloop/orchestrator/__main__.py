@@ -6,6 +6,7 @@ from __future__ import annotations
 import uvicorn
 
 from ragloop.core.logging import configure_logging
+from ragloop.core.tracing import setup_tracing
 from ragloop.orchestrator.rest.app import create_app
 from ragloop.orchestrator.settings import OrchestratorSettings
 
@@ -13,6 +14,7 @@ from ragloop.orchestrator.settings import OrchestratorSettings
 def main() -> None:
     settings = OrchestratorSettings()
     configure_logging("orchestrator", settings.log_level, json_format=settings.log_json)
+    setup_tracing("orchestrator", settings.otlp_endpoint)
     uvicorn.run(
         create_app(settings, serve_grpc=True),
         host=settings.bind_host,

@@ -1,6 +1,7 @@
 """The orchestrator's settings for stage failures, overload and TLS to the stages
 (``OrchestratorSettings`` inherits them): retries of safe calls, a circuit breaker per stage,
-admission control of queries, and the authority that signed the stages' certificates."""
+admission control of queries, the authority that signed the stages' certificates and the
+client certificate presented to them."""
 
 from __future__ import annotations
 
@@ -42,15 +43,24 @@ class ReliabilitySettings(CommonSettings):
     max_inflight_queries: int = Field(
         16,
         ge=0,
-        description="Queries (`/v1/query`, `/v1/query/stream`, RagService) answered at once; "
-        "more get HTTP 429 (gRPC RESOURCE_EXHAUSTED) with `Retry-After` instead of queueing "
-        "(0: no limit).",
+        description="Queries (`/v1/query`, `/v1/query/stream`, `/v1/chat/completions`, "
+        "RagService) answered at once; more get HTTP 429 (gRPC RESOURCE_EXHAUSTED) with "
+        "`Retry-After` instead of queueing (0: no limit).",
     )
     stage_tls_ca_file: str = Field(
         "",
         description="PEM certificate of the authority that signed the stages' certificates: "
         "set, the orchestrator reaches every stage over TLS and refuses one it cannot verify "
         "(empty: plaintext).",
+    )
+    stage_tls_cert_file: str = Field(
+        "",
+        description="PEM client certificate the orchestrator presents to stages that require "
+        "one (`RAGLOOP_GRPC_TLS_CLIENT_CA_FILE`), with `RAGLOOP_STAGE_TLS_KEY_FILE` (empty: "
+        "none).",
+    )
+    stage_tls_key_file: str = Field(
+        "", description="PEM private key of `RAGLOOP_STAGE_TLS_CERT_FILE` (empty: none)."
     )
     stage_tls_server_name: str = Field(
         "",

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from pymilvus import MilvusException
 
+from ragloop.core import tracing
 from ragloop.core.domain import (
     CollectionInfo,
     DeletedSource,
@@ -47,6 +48,17 @@ T = TypeVar("T")
 # Up to 100 for evaluations (recall@100); the REST API lets a query ask for 50 at most.
 MAX_TOP_K = 100
 FEED_CHARS = 64 * 1024  # text handed to the chunker at a time
+
+
+def _search_attributes(collection: str, mode: str) -> dict[str, str]:
+    """The span attributes of a Milvus search (OpenTelemetry's database conventions)."""
+    return {
+        "db.system": "milvus",
+        "db.system.name": "milvus",
+        "db.operation.name": "search",
+        "db.collection.name": collection,
+        "ragloop.retrieval.mode": mode,
+    }
 
 
 def _has_control_characters(value: str) -> bool:
@@ -96,13 +108,17 @@ class MilvusRetriever:
 
     async def _embed(self, texts: list[str]) -> list[list[float]]:
         loop = asyncio.get_running_loop()
-        started = time.perf_counter()
-        try:
-            vectors = await loop.run_in_executor(self._embed_threads, self._embedder.embed, texts)
-        except Exception as exc:
-            count_model_failure(Stage.RETRIEVER, self._embedder.name, exc)
-            raise
-        observe_model_call(Stage.RETRIEVER, self._embedder.name, time.perf_counter() - started)
+        name, attributes = tracing.model_call("embeddings", self._embedder.name)
+        with tracing.call_span(name, attributes):
+            started = time.perf_counter()
+            try:
+                vectors = await loop.run_in_executor(
+                    self._embed_threads, self._embedder.embed, texts
+                )
+            except Exception as exc:
+                count_model_failure(Stage.RETRIEVER, self._embedder.name, exc)
+                raise
+            observe_model_call(Stage.RETRIEVER, self._embedder.name, time.perf_counter() - started)
         return vectors
 
     async def warm_up(self) -> None:
@@ -155,9 +171,11 @@ class MilvusRetriever:
         expression = all_of(self._store.tenant_filter(name, layout, tenant), *conditions)
         [vector] = await self._embed([query])
         request = SearchRequest(used, vector, query, top_k, expression)
-        started = time.perf_counter()
-        hits = await self._milvus(self._store.search, name, request)
-        observe_retrieval(used, len(hits), time.perf_counter() - started)
+        with tracing.call_span(f"search {name}", _search_attributes(name, used)) as span:
+            started = time.perf_counter()
+            hits = await self._milvus(self._store.search, name, request)
+            observe_retrieval(used, len(hits), time.perf_counter() - started)
+            span.set_attribute("db.response.returned_rows", len(hits))
         kept = [doc for doc in hits if doc.score >= similarity_threshold]
         return RetrievalResult(
             kept, total_found=len(hits), embedding_model=self._embedder.name, mode=used

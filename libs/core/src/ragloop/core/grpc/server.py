@@ -1,5 +1,5 @@
 """Async gRPC server bootstrap: health (grpc.health.v1), reflection, Prometheus metrics,
-optional TLS, graceful SIGTERM shutdown."""
+traces when tracing is on, optional TLS, graceful SIGTERM shutdown."""
 
 from __future__ import annotations
 
@@ -19,10 +19,12 @@ from ragloop.core.grpc.request_id import RequestIdInterceptor
 from ragloop.core.grpc.rpc_metrics import SERVER
 from ragloop.core.grpc.server_metrics import ServerMetricsInterceptor
 from ragloop.core.grpc.tls import server_credentials
+from ragloop.core.grpc.tracing import server_interceptors as tracing_interceptors
 from ragloop.core.grpc.undecodable import UndecodableRequestInterceptor
 from ragloop.core.logging import configure_logging
 from ragloop.core.metrics.exporter import serve_metrics
 from ragloop.core.settings import ModelProviderSettings
+from ragloop.core.tracing import setup_tracing
 
 log = logging.getLogger(__name__)
 
@@ -89,9 +91,11 @@ async def start_server(
 ) -> RunningServer:
     """Start serving ``spec`` on host:port (port 0 picks a free one) and mark it SERVING: over
     TLS with ``credentials`` (only TLS then), else plaintext. ``interceptors`` run inside the
-    request-id and metrics interceptors, so what they refuse is logged and counted."""
+    tracing, request-id and metrics interceptors, so what they refuse is traced, logged and
+    counted."""
     server = grpc.aio.server(
         interceptors=[
+            *tracing_interceptors(),
             RequestIdInterceptor(),
             ServerMetricsInterceptor(),
             UndecodableRequestInterceptor(),
@@ -167,11 +171,15 @@ async def serve_until_signalled(
 def run_service(
     build: Callable[[], ServiceSpec], *, service: str, settings: ModelProviderSettings, port: int
 ) -> None:
-    """Entry point body shared by every stage: logging, the /metrics endpoint, then serve
-    (over TLS when the settings name a certificate) until signalled."""
+    """Entry point body shared by every stage: logging, traces, the /metrics endpoint, then
+    serve (over TLS when the settings name a certificate, mutual TLS when they also name the
+    clients' authority) until signalled."""
     configure_logging(service, settings.log_level, json_format=settings.log_json)
+    setup_tracing(service, settings.otlp_endpoint)
     # Read before anything starts: unusable TLS files stop the stage with a message naming them.
-    credentials = server_credentials(settings.grpc_tls_cert_file, settings.grpc_tls_key_file)
+    credentials = server_credentials(
+        settings.grpc_tls_cert_file, settings.grpc_tls_key_file, settings.grpc_tls_client_ca_file
+    )
     metrics = serve_metrics(service, host=settings.bind_host, setting=settings.metrics_port)
 
     async def main() -> None:

@@ -3,15 +3,12 @@ unary and streaming, the stage's own, health and reflection alike."""
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Any
 
 import grpc
 
-from ragloop.core.grpc.handlers import Behavior, rewrapped
+from ragloop.core.grpc.handlers import call_status, rewrapped, within
 from ragloop.core.grpc.rpc_metrics import SERVER, RpcLabels, rpc_type
 
 
@@ -33,27 +30,9 @@ class ServerMetricsInterceptor(grpc.aio.ServerInterceptor):
                 server_streaming=handler.response_streaming,
             ),
         )
-        return rewrapped(handler, lambda behavior: _observed(behavior, labels))
-
-
-def _observed(behavior: Behavior, labels: RpcLabels) -> Behavior:
-    if inspect.isasyncgenfunction(behavior):
-
-        async def stream_responses(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            with _ServerCall(labels, context):
-                async for response in behavior(request, context):
-                    yield response
-
-        return stream_responses
-    if inspect.iscoroutinefunction(behavior):
-
-        async def respond(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            with _ServerCall(labels, context):
-                return await behavior(request, context)
-
-        return respond
-    # A synchronous handler would run in gRPC's thread pool; ragloop's aio servers have none.
-    return behavior
+        return rewrapped(
+            handler, lambda behavior: within(behavior, lambda context: _ServerCall(labels, context))
+        )
 
 
 class _ServerCall:
@@ -72,17 +51,4 @@ class _ServerCall:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        self._observation.finish(self._code(exc))
-
-    def _code(self, exc: BaseException | None) -> grpc.StatusCode:
-        set_code = self._context.code()
-        if exc is None:
-            return set_code or grpc.StatusCode.OK
-        if isinstance(exc, grpc.aio.AbortError):  # context.abort() set the code, then raised
-            return set_code or grpc.StatusCode.UNKNOWN
-        if isinstance(exc, asyncio.CancelledError | GeneratorExit):
-            remaining = self._context.time_remaining()
-            if remaining is not None and remaining <= 0:
-                return grpc.StatusCode.DEADLINE_EXCEEDED
-            return grpc.StatusCode.CANCELLED
-        return grpc.StatusCode.UNKNOWN  # what gRPC answers for an unexpected exception
+        self._observation.finish(call_status(self._context, exc))

@@ -1,13 +1,18 @@
-"""TLS for gRPC between the orchestrator and the stages (optional).
+"""TLS for gRPC between the orchestrator and the stages (optional), and mutual TLS.
 
 A stage serves TLS when it is given a certificate and its key (PEM files); the orchestrator then
 connects with the certificate of the authority that signed it, and refuses a stage whose
 certificate that authority did not sign or that names another host. A plaintext client gets
 no answer from a TLS server: its call fails with UNAVAILABLE.
+
+Given also the authority that signs its clients' certificates, a stage requires every caller to
+present a client certificate that authority signed, valid now and made for client use; the
+orchestrator (and the probes) then present one with its key.
 """
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +21,28 @@ from typing import Any
 import grpc
 
 from ragloop.core.errors import ConfigurationError
+
+SERVER_CERT, SERVER_KEY = "RAGLOOP_GRPC_TLS_CERT_FILE", "RAGLOOP_GRPC_TLS_KEY_FILE"
+SERVER_CLIENT_CA = "RAGLOOP_GRPC_TLS_CLIENT_CA_FILE"
+
+
+@dataclass(frozen=True)
+class ClientTlsNames:
+    """What a client's TLS inputs are called where they are given (settings or command-line
+    flags), so that an error names what to change."""
+
+    ca_file: str
+    cert_file: str
+    key_file: str
+    server_name: str
+
+
+STAGE_CLIENT = ClientTlsNames(
+    "RAGLOOP_STAGE_TLS_CA_FILE",
+    "RAGLOOP_STAGE_TLS_CERT_FILE",
+    "RAGLOOP_STAGE_TLS_KEY_FILE",
+    "RAGLOOP_STAGE_TLS_SERVER_NAME",
+)
 
 
 def _read(path: str, setting: str) -> bytes:
@@ -28,25 +55,56 @@ def _read(path: str, setting: str) -> bytes:
     return data
 
 
-def server_credentials(cert_file: str, key_file: str) -> grpc.ServerCredentials | None:
-    """The credentials of a TLS server, or None (plaintext) when neither file is set."""
+def _key_and_chain(
+    cert_file: str, key_file: str, cert_setting: str, key_setting: str
+) -> tuple[bytes, bytes] | None:
+    """The PEM key and certificate chain of a pair of files, as gRPC takes them; None when
+    neither is given. Refused at once: one without the other, or a key of another certificate
+    (gRPC would only fail each handshake)."""
     if not cert_file and not key_file:
         return None
     if not (cert_file and key_file):
+        raise ConfigurationError(f"TLS needs both {cert_setting} and {key_setting}")
+    pair = _read(key_file, key_setting), _read(cert_file, cert_setting)
+    try:
+        # A key with a passphrase must not prompt on a terminal: gRPC cannot use one anyway.
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_cert_chain(cert_file, key_file, password="")
+    except ssl.SSLError as exc:
         raise ConfigurationError(
-            "TLS needs both RAGLOOP_GRPC_TLS_CERT_FILE and RAGLOOP_GRPC_TLS_KEY_FILE"
-        )
-    pair = (
-        _read(key_file, "RAGLOOP_GRPC_TLS_KEY_FILE"),
-        _read(cert_file, "RAGLOOP_GRPC_TLS_CERT_FILE"),
+            f"{key_setting} {key_file!r} is not the unencrypted private key of the certificate "
+            f"in {cert_setting} {cert_file!r} ({exc.reason or exc})"
+        ) from exc
+    return pair
+
+
+def server_credentials(
+    cert_file: str, key_file: str, client_ca_file: str = ""
+) -> grpc.ServerCredentials | None:
+    """The credentials of a TLS server, or None (plaintext) when no file is set. With
+    ``client_ca_file``, mutual TLS: callers without a client certificate signed by that
+    authority are refused during the handshake."""
+    pair = _key_and_chain(cert_file, key_file, SERVER_CERT, SERVER_KEY)
+    if pair is None:
+        if client_ca_file:
+            raise ConfigurationError(
+                f"{SERVER_CLIENT_CA} needs the stage to serve TLS: "
+                f"set {SERVER_CERT} and {SERVER_KEY} too"
+            )
+        return None
+    if not client_ca_file:
+        return grpc.ssl_server_credentials([pair])
+    return grpc.ssl_server_credentials(
+        [pair],
+        root_certificates=_read(client_ca_file, SERVER_CLIENT_CA),
+        require_client_auth=True,
     )
-    return grpc.ssl_server_credentials([pair])
 
 
 @dataclass(frozen=True)
 class ClientTls:
-    """How a client reaches TLS servers: the authority it trusts and, optionally, the name the
-    servers' certificates carry when it differs from the host in the address (an IP address)."""
+    """How a client reaches TLS servers: the authority it trusts, the certificate it presents
+    (if any) and, optionally, the name the servers' certificates carry when it differs from the
+    host in the address (an IP address)."""
 
     credentials: grpc.ChannelCredentials
     server_name: str = ""
@@ -55,16 +113,35 @@ class ClientTls:
         return [("grpc.ssl_target_name_override", self.server_name)] if self.server_name else []
 
 
-def client_tls(ca_file: str, server_name: str = "") -> ClientTls | None:
-    """TLS trusting the authority in ``ca_file``, or None (plaintext) when it is empty."""
+def client_tls(
+    ca_file: str,
+    server_name: str = "",
+    *,
+    cert_file: str = "",
+    key_file: str = "",
+    names: ClientTlsNames = STAGE_CLIENT,
+) -> ClientTls | None:
+    """TLS trusting the authority in ``ca_file``, presenting the client certificate in
+    ``cert_file`` (with ``key_file``) when given; None (plaintext) when ``ca_file`` is empty."""
     if not ca_file:
-        if server_name:
-            raise ConfigurationError(
-                "RAGLOOP_STAGE_TLS_SERVER_NAME is set but RAGLOOP_STAGE_TLS_CA_FILE is not"
-            )
+        given = [
+            name
+            for name, value in [
+                (names.server_name, server_name),
+                (names.cert_file, cert_file),
+                (names.key_file, key_file),
+            ]
+            if value
+        ]
+        if given:
+            raise ConfigurationError(f"{' and '.join(given)} set but {names.ca_file} is not")
         return None
-    ca = _read(ca_file, "RAGLOOP_STAGE_TLS_CA_FILE")
-    return ClientTls(grpc.ssl_channel_credentials(root_certificates=ca), server_name)
+    pair = _key_and_chain(cert_file, key_file, names.cert_file, names.key_file)
+    key, chain = pair if pair else (None, None)
+    credentials = grpc.ssl_channel_credentials(
+        root_certificates=_read(ca_file, names.ca_file), private_key=key, certificate_chain=chain
+    )
+    return ClientTls(credentials, server_name)
 
 
 def aio_channel(

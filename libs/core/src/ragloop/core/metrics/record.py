@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ragloop.core import tracing
 from ragloop.core.errors import (
     ConfigurationError,
     DependencyTimeout,
@@ -103,7 +104,8 @@ def observe_loop(
     outcome = _closed(outcome, m.LOOP_OUTCOMES, "outcome")
     m.export(m.LOOP_METRICS)
     m.LOOP_REQUESTS.labels(outcome).inc()
-    m.LOOP_SECONDS.labels(outcome).observe(seconds)
+    # The exemplar links a latency to the trace of the query (Grafana shows it as a point).
+    m.LOOP_SECONDS.labels(outcome).observe(seconds, exemplar=tracing.exemplar())
     if rewrites is not None:
         m.LOOP_REWRITES.observe(rewrites)
     if final_pass_rate is not None:

@@ -2,7 +2,8 @@
 a query is refused at once — HTTP 429 with ``Retry-After``, or RESOURCE_EXHAUSTED over gRPC with
 a ``retry-after`` trailer — instead of waiting in an unbounded queue for a model that is busy.
 
-The gate counts queries of both REST query endpoints and of RagService together. Retry-After is
+The gate counts queries of the REST query endpoints (chat completions included) and of
+RagService together. Retry-After is
 an estimate of when a slot frees: the recent mean duration of a query divided by the number of
 slots (at least 1 s, at most a minute).
 """
@@ -27,7 +28,7 @@ from ragloop.orchestrator.access.auth import refusal
 
 log = logging.getLogger(__name__)
 
-QUERY_PATHS = frozenset({"/v1/query", "/v1/query/stream"})
+QUERY_PATHS = frozenset({"/v1/query", "/v1/query/stream", "/v1/chat/completions"})
 RAG_METHODS = frozenset({"/ragloop.v1.RagService/Query", "/ragloop.v1.RagService/QueryStream"})
 REFUSAL_CODE = "overloaded"
 RETRY_AFTER_TRAILER = "retry-after"
@@ -104,7 +105,8 @@ class AdmissionMiddleware:
                 return
         log.warning("query refused: too many in flight", extra={"inflight": self.gate.inflight})
         retry_after = str(self.gate.retry_after_s())
-        response = refusal(429, REFUSAL_CODE, self.gate.message(), {"retry-after": retry_after})
+        headers = {"retry-after": retry_after}
+        response = refusal(scope, 429, REFUSAL_CODE, self.gate.message(), headers)
         await response(scope, receive, send)
 
 

@@ -30,9 +30,8 @@ from fastapi.responses import JSONResponse
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ragloop.core import context
 from ragloop.core.validation import TENANT_PATTERN
-from ragloop.orchestrator.rest.errors import error_response
+from ragloop.orchestrator.rest.errors import error_response_at
 from ragloop.orchestrator.rest.schemas import ErrorDetail
 from ragloop.orchestrator.settings import OrchestratorSettings
 
@@ -230,11 +229,12 @@ def route_path(scope: Scope) -> str:
     return path
 
 
-def refusal(status: int, code: str, message: str, headers: dict[str, str]) -> JSONResponse:
-    """An error response in the API's usual ``{"error": {...}}`` shape, with extra headers."""
-    response = error_response(
-        status, ErrorDetail(code=code, message=message), context.request_id.get()
-    )
+def refusal(
+    scope: Scope, status: int, code: str, message: str, headers: dict[str, str]
+) -> JSONResponse:
+    """An error response to the request of ``scope`` in its route's shape (``errors``), with
+    extra headers."""
+    response = error_response_at(route_path(scope), status, ErrorDetail(code=code, message=message))
     response.headers.update(headers)
     return response
 
@@ -267,6 +267,7 @@ class ApiKeyMiddleware:
         if token is None:
             log.info("request without an API key refused", extra={"client": client})
             return refusal(
+                scope,
                 401,
                 "unauthorized",
                 "this API needs an API key: send the header 'Authorization: Bearer KEY'",
@@ -277,6 +278,7 @@ class ApiKeyMiddleware:
             extra={"client": client, "presented": digest_of(token).fingerprint},
         )
         return refusal(
+            scope,
             401,
             "unauthorized",
             "the API key is not valid",

@@ -7,7 +7,8 @@ passed but whose passages the generator could not answer from (no cited answer) 
 while attempts remain, aiming at what those passages miss; the passages that passed stay.
 
 Knows nothing of gRPC or HTTP: every stage call runs under ``context.deadline`` (which the gRPC
-clients turn into call deadlines) and ``asyncio.wait_for`` (which bounds in-process stages).
+clients turn into call deadlines) and ``asyncio.wait_for`` (which bounds in-process stages), in a
+span of its node and round when tracing is on, inside the span of the whole run.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from ragloop.core import context
+from ragloop.core import context, tracing
 from ragloop.core.domain import (
     Answer,
     AnswerDelta,
@@ -255,14 +256,22 @@ class CorrectiveLoop:
         """Answer ``query``. With ``on_event``, tell it every node's start and end and, from a
         generator that can stream, the answer's text as it is written."""
         run = _Run(self, query, policy, on_event)
-        try:
-            result = await run.execute()
-        except StageFailure:
-            seconds = run.budget.elapsed_ms() / 1000
-            observe_loop("failed", seconds, rewrites=None, final_pass_rate=None)
-            raise
-        _observe(result)
+        with tracing.span("corrective_loop", attributes=_loop_attributes()) as span:
+            try:
+                result = await run.execute()
+            except StageFailure:
+                seconds = run.budget.elapsed_ms() / 1000
+                observe_loop("failed", seconds, rewrites=None, final_pass_rate=None)
+                raise
+            span.set_attribute("ragloop.outcome", result.outcome.value)
+            span.set_attribute("ragloop.rewrites", len(result.trace.rewrite_history))
+            _observe(result)
         return result
+
+
+def _loop_attributes() -> dict[str, str]:
+    request_id = context.request_id.get()
+    return {"ragloop.request_id": request_id} if request_id else {}
 
 
 def _observe(result: LoopResult) -> None:
@@ -559,7 +568,10 @@ class _Run:
         await self._emit(NodeStarted(node, self.round_number, query))
         started_at, clock = datetime.now(UTC), time.perf_counter()
         try:
-            with context.deadline_at(deadline):
+            with (
+                context.deadline_at(deadline),
+                tracing.span(node.value, attributes=self._span_of(node)),
+            ):
                 result = await asyncio.wait_for(call(), timeout=seconds_until(deadline))
         except Exception as exc:
             spent = isinstance(exc, TimeoutError | DependencyTimeout) and reached(deadline)
@@ -574,6 +586,9 @@ class _Run:
             raise StageFailure(node, kind, message, self.trace) from exc
         await self._finished(node, started_at, clock, "ok", summarize(result), describe(result))
         return result
+
+    def _span_of(self, node: LoopNode) -> dict[str, str | int]:
+        return {"ragloop.loop.node": node.value, "ragloop.loop.round": self.round_number}
 
     async def _finished(
         self,

@@ -1,4 +1,5 @@
-"""The REST API (FastAPI): query, ingest, health, readiness and metrics."""
+"""The REST API (FastAPI): query, ingest, the OpenAI-compatible API, health, readiness and
+metrics."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from fastapi.responses import JSONResponse
 
 from ragloop.orchestrator.access.admission import AdmissionInterceptor, install_admission
 from ragloop.orchestrator.loop.corrective import CorrectiveLoop
+from ragloop.orchestrator.rest.chat import chat_router
 from ragloop.orchestrator.rest.ingest import ingest_router
 from ragloop.orchestrator.rest.knowledge import knowledge_router
 from ragloop.orchestrator.rest.metrics import install_rest_metrics
@@ -18,6 +20,7 @@ from ragloop.orchestrator.rest.page import install_page
 from ragloop.orchestrator.rest.query import query_router
 from ragloop.orchestrator.rest.request_ids import RequestIdMiddleware
 from ragloop.orchestrator.rest.security import install_security
+from ragloop.orchestrator.rest.tracing import install_tracing
 from ragloop.orchestrator.rpc.service import start_rag_server
 from ragloop.orchestrator.settings import OrchestratorSettings
 from ragloop.orchestrator.stages.remote import StageSet, remote_stages
@@ -66,6 +69,7 @@ def create_app(
     app.include_router(query_router)
     app.include_router(ingest_router)
     app.include_router(knowledge_router)
+    app.include_router(chat_router)
     install_page(app)
 
     @app.get("/healthz")
@@ -87,5 +91,6 @@ def create_app(
     install_admission(app, settings.max_inflight_queries)  # innermost: after keys and rate limits
     # Added after the security middleware, so outside it: its refusals carry the request id.
     app.add_middleware(RequestIdMiddleware)
+    install_tracing(app)  # outside the request-id middleware: its error lines carry the trace id
     install_rest_metrics(app)  # last, so outermost: it sees every response
     return app

@@ -107,5 +107,5 @@ class BodyLimitMiddleware:
             extra={"path": scope.get("path", ""), "declared_bytes": declared},
         )
         # The rest of the body is never read: the server closes the connection after answering.
-        response = refusal(413, "payload_too_large", advice, {"connection": "close"})
+        response = refusal(scope, 413, "payload_too_large", advice, {"connection": "close"})
         await response(scope, receive, send)

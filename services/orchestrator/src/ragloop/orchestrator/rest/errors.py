@@ -1,4 +1,6 @@
-"""How stage errors become HTTP error responses (the same shape everywhere)."""
+"""How errors become HTTP error responses: ragloop's ``{"error": {"code", "message", ...}}``
+everywhere but on the OpenAI-compatible routes, which answer in OpenAI's shape
+(``{"error": {"message", "type", "param", "code"}}``), refusals of the middleware included."""
 
 from __future__ import annotations
 
@@ -8,7 +10,21 @@ from ragloop.core import context
 from ragloop.core.errors import RagloopError
 from ragloop.core.names import Stage
 from ragloop.orchestrator.loop.corrective import StageFailure, Trace, classify_error
+from ragloop.orchestrator.rest.chat_schemas import OpenAIErrorDetail, OpenAIErrorResponse
 from ragloop.orchestrator.rest.schemas import ErrorDetail, ErrorResponse, ValidationErrorResponse
+
+# The routes that answer in OpenAI's shapes, and the paths below them.
+OPENAI_PATHS = ("/v1/chat/completions", "/v1/models")
+# OpenAI's error `type` by HTTP status; any other 5xx is a server_error.
+OPENAI_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "invalid_request_error",
+    409: "invalid_request_error",
+    413: "invalid_request_error",
+    429: "rate_limit_error",
+}
 
 STATUS_OF_FAILURE = {
     "invalid": 422,
@@ -49,6 +65,49 @@ def error_response(status: int, detail: ErrorDetail, request_id: str) -> JSONRes
         status_code=status,
         headers={"x-request-id": request_id},
     )
+
+
+def speaks_openai(path: str) -> bool:
+    """Whether ``path`` (below the app's mount point) is one of the OpenAI-compatible routes."""
+    return any(path == p or path.startswith(p + "/") for p in OPENAI_PATHS)
+
+
+class OpenAIError(Exception):
+    """A refusal of an OpenAI-compatible route: raised by its code, answered by its route class
+    in OpenAI's shape."""
+
+    def __init__(self, status: int, message: str, *, code: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+        self.param = param
+
+    @classmethod
+    def of(cls, status: int, detail: ErrorDetail) -> OpenAIError:
+        """A ragloop error as OpenAI's: invalid input is 400 there, never 422."""
+        return cls(400 if status == 422 else status, detail.message, code=detail.code)
+
+    def body(self) -> dict[str, object]:
+        detail = OpenAIErrorDetail(
+            message=self.message,
+            type=OPENAI_ERROR_TYPES.get(self.status, "server_error"),
+            param=self.param,
+            code=self.code,
+        )
+        return OpenAIErrorResponse(error=detail).model_dump()
+
+    def response(self) -> JSONResponse:
+        headers = {"x-request-id": context.request_id.get()}
+        return JSONResponse(self.body(), status_code=self.status, headers=headers)
+
+
+def error_response_at(path: str, status: int, detail: ErrorDetail) -> JSONResponse:
+    """An error response in the shape of the route at ``path``: OpenAI's on the OpenAI-compatible
+    routes, ragloop's everywhere else."""
+    if speaks_openai(path):
+        return OpenAIError.of(status, detail).response()
+    return error_response(status, detail, context.request_id.get())
 
 
 def unexpected_error() -> ErrorDetail:

@@ -8,7 +8,6 @@ from typing import TypeVar
 
 from fastapi import APIRouter, Path, Query, Response
 from fastapi.responses import JSONResponse
-from starlette.convertors import PathConvertor, register_url_convertor
 
 from ragloop.core.domain import CollectionInfo
 from ragloop.core.errors import RagloopError
@@ -34,14 +33,6 @@ T = TypeVar("T")
 RESPONSES = {**ERROR_RESPONSES, **NOT_FOUND_RESPONSE}
 
 
-class SourcePathConvertor(PathConvertor):
-    """The rest of the path, line breaks included (``path`` stops at one, and a source name with
-    a line break would not reach this route but get a bare 404: the retriever refuses it, 422)."""
-
-    regex = r"[\s\S]*"
-
-
-register_url_convertor("source", SourcePathConvertor())
 COLLECTION_NAME = Path(pattern=COLLECTION_PATTERN, description="Name of the collection.")
 
 knowledge_router = APIRouter(responses=RESPONSES, route_class=ApiRoute)
@@ -58,7 +49,7 @@ def collection_out(info: CollectionInfo) -> CollectionOut:
     return CollectionOut.model_validate(info, from_attributes=True)
 
 
-@knowledge_router.delete("/v1/documents/{source:source}", response_model=DeletedSourceOut)
+@knowledge_router.delete("/v1/documents/{source:rest}", response_model=DeletedSourceOut)
 async def delete_source(
     source: str,
     knowledge: Knowledge,

@@ -32,7 +32,7 @@ from ragloop.orchestrator.rest.schemas import (
     TokenEvent,
     inline_schema,
 )
-from ragloop.orchestrator.rest.sse import MEDIA_TYPE, query_events
+from ragloop.orchestrator.rest.sse import MEDIA_TYPE, STREAM_HEADERS, query_events
 from ragloop.orchestrator.settings import OrchestratorSettings
 
 log = logging.getLogger(__name__)
@@ -107,8 +107,7 @@ async def query_stream(
     return StreamingResponse(
         query_events(lambda sink: run_query(loop, settings, body, on_event=sink)),
         media_type=MEDIA_TYPE,
-        # No caching, and no buffering by a proxy (nginx honours X-Accel-Buffering).
-        headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
+        headers=STREAM_HEADERS,
     )
 
 

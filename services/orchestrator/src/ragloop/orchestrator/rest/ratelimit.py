@@ -109,6 +109,7 @@ class RateLimitMiddleware:
         retry_after = retry_after_header(wait_s)
         log.info("request over the rate limit refused", extra={"caller": caller})
         response = refusal(
+            scope,
             429,
             "rate_limited",
             f"too many requests from this caller: retry in {retry_after} s",

@@ -11,7 +11,8 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragloop.core import context
-from ragloop.orchestrator.rest.errors import error_response, unexpected_error
+from ragloop.orchestrator.access.auth import route_path
+from ragloop.orchestrator.rest.errors import error_response_at, unexpected_error
 
 log = logging.getLogger(__name__)
 
@@ -45,5 +46,5 @@ class RequestIdMiddleware:
                     raise
                 # Logged here, with the request id, instead of by the server without it.
                 log.exception("unexpected error", extra={"path": scope.get("path", "")})
-                response = error_response(500, unexpected_error(), request_id)
+                response = error_response_at(route_path(scope), 500, unexpected_error())
                 await response(scope, receive, send_with_id)

@@ -12,6 +12,7 @@ from ragloop.core.names import LoopNode, Outcome, RetrievalMode
 from ragloop.core.validation import (
     COLLECTION_PATTERN,
     MAX_ANSWER_INSTRUCTIONS_CHARS,
+    MAX_QUERY_CHARS,
     TENANT_PATTERN,
     json_data,
     unicode_text,
@@ -28,13 +29,13 @@ def tenant_field() -> Any:
     )
 
 
-class QueryRequest(overrides_of(RequestPolicy)):  # type: ignore[misc]
-    """A question, and what it chooses of the loop's policy (``RequestPolicy``'s fields among
-    them)."""
+class QueryOptions(overrides_of(RequestPolicy)):  # type: ignore[misc]
+    """What a question chooses of the loop's policy (``RequestPolicy``'s fields among them): the
+    fields of ``QueryRequest`` but the question, and the ``ragloop`` object of a chat completion
+    request."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
-    query: str = Field(..., min_length=1, max_length=4000, description="The question.")
     relax_similarity: bool | None = Field(
         None,
         description="Lower the similarity threshold round by round, along the server's "
@@ -69,7 +70,7 @@ class QueryRequest(overrides_of(RequestPolicy)):  # type: ignore[misc]
         "they never override answering from the sources with citations. Omitted: none.",
     )
 
-    @field_validator("query", "answer_instructions")
+    @field_validator("query", "answer_instructions", check_fields=False)
     @classmethod
     def _unicode_text(cls, value: str | None, info: ValidationInfo) -> str | None:
         return None if value is None else unicode_text(value, str(info.field_name))
@@ -87,7 +88,7 @@ class QueryRequest(overrides_of(RequestPolicy)):  # type: ignore[misc]
         return None if value is None else check_schedule(value, "similarity_thresholds")
 
     @model_validator(mode="after")
-    def _one_threshold_choice(self) -> QueryRequest:
+    def _one_threshold_choice(self) -> QueryOptions:
         if self.similarity_thresholds is None:
             if self.relax_similarity and self.similarity_threshold is not None:
                 raise ValueError(
@@ -106,6 +107,12 @@ class QueryRequest(overrides_of(RequestPolicy)):  # type: ignore[misc]
                 "threshold round by round): omit one of them"
             )
         return self
+
+
+class QueryRequest(QueryOptions):
+    """A question, and what it chooses of the loop's policy."""
+
+    query: str = Field(..., min_length=1, max_length=MAX_QUERY_CHARS, description="The question.")
 
 
 class CitationOut(BaseModel):

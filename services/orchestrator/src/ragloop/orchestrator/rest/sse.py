@@ -1,6 +1,8 @@
-"""POST /v1/query/stream's server-sent events: the loop's events as they happen, then ``done``
-with the body POST /v1/query would return, or ``error``. The format: docs/corrective-loop.md
-("The event stream")."""
+"""Server-sent events of a query as it runs: the loop's events as they happen, then how it
+ended, each written by an encoder. POST /v1/query/stream's own (``QueryEvents``): every event,
+then ``done`` with the body POST /v1/query would return, or ``error`` (the format:
+docs/corrective-loop.md, "The event stream"); the chat completion chunks are another
+(``chat_mapping.ChunkEncoder``)."""
 
 from __future__ import annotations
 
@@ -9,12 +11,13 @@ import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import fields
-from typing import Any
+from typing import Any, Protocol
 
 from ragloop.orchestrator.loop.corrective import LoopResult, StageFailure
 from ragloop.orchestrator.loop.events import EventSink, LoopEvent, NodeFinished
 from ragloop.orchestrator.rest.errors import failure_detail, unexpected_error
 from ragloop.orchestrator.rest.response import query_response_body
+from ragloop.orchestrator.rest.schemas import ErrorDetail
 
 log = logging.getLogger(__name__)
 
@@ -23,12 +26,16 @@ MEDIA_TYPE = "text/event-stream"
 # model works.
 KEEP_ALIVE_S = 15.0
 KEEP_ALIVE = b": keep-alive\n\n"
+# No caching, and no buffering by a proxy (nginx honours X-Accel-Buffering).
+STREAM_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 
-def encode(event: str, data: dict[str, Any]) -> bytes:
-    """One event: its name and its data as one line of JSON (which escapes every line break)."""
+def encode(event: str | None, data: dict[str, Any]) -> bytes:
+    """One event: its name (None: none, as OpenAI's streams have) and its data as one line of
+    JSON (which escapes every line break)."""
     line = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    return f"event: {event}\ndata: {line}\n\n".encode()
+    name = f"event: {event}\n" if event is not None else ""
+    return f"{name}data: {line}\n\n".encode()
 
 
 def event_data(event: LoopEvent) -> dict[str, Any]:
@@ -38,15 +45,40 @@ def event_data(event: LoopEvent) -> dict[str, Any]:
     return data
 
 
+class StreamEncoder(Protocol):
+    """How a stream writes the loop's events and its end; b"" writes nothing."""
+
+    def event(self, event: LoopEvent) -> bytes: ...
+
+    def done(self, result: LoopResult) -> bytes: ...
+
+    def failed(self, status: int, detail: ErrorDetail) -> bytes: ...
+
+
+class QueryEvents:
+    """POST /v1/query/stream's events."""
+
+    def event(self, event: LoopEvent) -> bytes:
+        return encode(event.kind, event_data(event))
+
+    def done(self, result: LoopResult) -> bytes:
+        return encode("done", query_response_body(result))
+
+    def failed(self, status: int, detail: ErrorDetail) -> bytes:
+        return encode("error", {"status": status, **detail.model_dump()})
+
+
 async def query_events(
-    run: Callable[[EventSink], Awaitable[LoopResult]],
+    run: Callable[[EventSink], Awaitable[LoopResult]], encoder: StreamEncoder | None = None
 ) -> AsyncIterator[bytes]:
-    """Start ``run`` with an event sink and yield its events, then ``done`` or ``error``.
+    """Start ``run`` with an event sink and yield its events, then how it ended, as ``encoder``
+    (POST /v1/query/stream's events by default) writes them.
 
     The run is a task of its own; when the reader stops before the end (the client went away,
     so the server cancels the response), the task is cancelled, and with it the stage call in
     flight: a gRPC call is cancelled with the task awaiting it.
     """
+    encoder = encoder or QueryEvents()
     queue: asyncio.Queue[LoopEvent | None] = asyncio.Queue()
 
     async def sink(event: LoopEvent) -> None:
@@ -63,21 +95,21 @@ async def query_events(
                 continue
             if event is None:
                 break
-            yield encode(event.kind, event_data(event))
-        yield _last_event(task)
+            if written := encoder.event(event):
+                yield written
+        yield _ending(task, encoder)
     finally:
         if not task.done():
             task.cancel()
             log.info("query cancelled: the client stopped reading its events")
 
 
-def _last_event(task: asyncio.Task[LoopResult]) -> bytes:
+def _ending(task: asyncio.Task[LoopResult], encoder: StreamEncoder) -> bytes:
     try:
         result = task.result()
     except StageFailure as exc:
-        status, detail = failure_detail(exc, exc.stage, exc.trace)
-        return encode("error", {"status": status, **detail.model_dump()})
+        return encoder.failed(*failure_detail(exc, exc.stage, exc.trace))
     except Exception:
         log.exception("unexpected error in a streamed query")
-        return encode("error", {"status": 500, **unexpected_error().model_dump()})
-    return encode("done", query_response_body(result))
+        return encoder.failed(500, unexpected_error())
+    return encoder.done(result)

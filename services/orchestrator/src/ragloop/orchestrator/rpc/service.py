@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 
 import grpc
 
-from ragloop.core import context
+from ragloop.core import context, tracing
 from ragloop.core.errors import InvalidInput
 from ragloop.core.grpc.server import RunningServer, ServiceSpec, start_server
 from ragloop.orchestrator.access.auth import ApiKeys, KeyDigest, bearer_token
@@ -79,12 +79,16 @@ async def _query_call(
     rpc: grpc.aio.ServicerContext, keys: ApiKeys | None
 ) -> AsyncIterator[KeyDigest | None]:
     """The request id of the call (the client's x-request-id when valid, else a new one: on
-    every log line, passed on to the stages, sent back in the initial metadata), the caller's
+    every log line, passed on to the stages, sent back in the initial metadata with the trace id
+    while tracing is on), the caller's
     API key when keys are configured (the REST API's keys; yielded, None without keys), and its
     failures as status codes."""
     metadata = dict(rpc.invocation_metadata() or ())
     request_id = context.accepted_request_id(metadata.get(context.REQUEST_ID_HEADER))
-    await rpc.send_initial_metadata(((context.REQUEST_ID_HEADER, request_id),))
+    sent = [(context.REQUEST_ID_HEADER, request_id)]
+    if trace_id := tracing.current_trace_id():
+        sent.append((tracing.TRACE_ID_HEADER, trace_id))
+    await rpc.send_initial_metadata(sent)
     with context.request_id_set(request_id):
         caller = None
         if keys is not None:

@@ -44,6 +44,7 @@ from ragloop.core.grpc.errors import error_from_rpc
 from ragloop.core.grpc.ingest_stream import stream_to_proto
 from ragloop.core.grpc.server import MAX_MESSAGE_BYTES
 from ragloop.core.grpc.tls import ClientTls, aio_channel
+from ragloop.core.grpc.tracing import client_interceptors as tracing_interceptors
 from ragloop.core.names import Stage
 from ragloop.core.stage_registry import stage_spec
 from ragloop.orchestrator.stages import balancing
@@ -88,7 +89,7 @@ def open_channel(
         balancing.grpc_target(address),
         tls,
         options=[*CHANNEL_OPTIONS, connect, *balancing.channel_options(address)],
-        interceptors=client_metrics_interceptors(),
+        interceptors=[*tracing_interceptors(address), *client_metrics_interceptors()],
     )
 
 

@@ -39,7 +39,12 @@ class StageSet(LoopStages):
 def remote_stages(settings: OrchestratorSettings) -> StageSet:
     """gRPC clients of the stages of the registry, each with its own channel and circuit
     breaker. Only safe calls are retried (see clients.py)."""
-    tls = client_tls(settings.stage_tls_ca_file, settings.stage_tls_server_name)
+    tls = client_tls(
+        settings.stage_tls_ca_file,
+        settings.stage_tls_server_name,
+        cert_file=settings.stage_tls_cert_file,
+        key_file=settings.stage_tls_key_file,
+    )
     # What one client takes besides the common options: only the retriever has one.
     own_options: dict[Stage, dict[str, Any]] = {
         Stage.RETRIEVER: {"ingest_timeout_s": settings.ingest_timeout_s}
