@@ -8,6 +8,7 @@ process whose address settings list them, over the scripted chat model.
   502 naming the stage); the circuit breaker (threshold 2 here) does not open for the stage,
   queries keep being answered by the other replicas, and ``/readyz`` stays ready.
 - Restarted, the replica is called again within 5 s of reporting SERVING.
+- The launcher's supervisor restarts a killed replica by itself, and only it.
 
 The figures (calls per replica, in-flight losses, recovery) are printed at the end (``-s``).
 """
@@ -20,13 +21,12 @@ from dataclasses import dataclass, field
 
 import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from bench.loadgen import Ended, Load
-from ragloop.core.stage_registry import stage_spec
-from ragloop.local.launcher import Stack, process_name, service_of
+from ragloop.local.launcher import Stack, process_name
 from ragloop.local.processes import free_port
 from ragloop.local.readiness import grpc_serving
+from ragloop.local.supervisor import Event, EventKind
 from tests.reliability.conftest import QUESTION, scripted_stack, wait_until
 from tests.reliability.scripted_model import NOT_RELEVANT, ScriptedModel
 from tests.reliability.tally import Tally
@@ -96,25 +96,12 @@ def replicas(stack: Stack, stage: str) -> list[str]:
     return [r.name for r in stack.config.stage_replicas(stage)]
 
 
-def counts(stack: Stack, name: str) -> tuple[int, int]:
-    """Calls of a stage process's own service (not health) started and handled so far."""
-    port = stack.config.metrics_ports[name]
-    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
-    services = stage_spec(service_of(name)).grpc_services
-    totals = {"grpc_server_started_total": 0.0, "grpc_server_handled_total": 0.0}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name in totals and sample.labels.get("grpc_service") in services:
-                totals[sample.name] += sample.value
-    return int(totals["grpc_server_started_total"]), int(totals["grpc_server_handled_total"])
-
-
 def in_flight(stack: Stack, names: list[str]) -> list[int]:
-    return [started - handled for started, handled in (counts(stack, n) for n in names)]
+    return [started - handled for started, handled in (stack.served_calls(n) for n in names)]
 
 
 def stage_counts(stack: Stack, stage: str) -> list[int]:
-    return [counts(stack, name)[0] for name in replicas(stack, stage)]
+    return [stack.served_calls(name)[0] for name in replicas(stack, stage)]
 
 
 def test_calls_spread_over_the_replicas_within_20_percent(
@@ -174,7 +161,9 @@ def test_a_killed_replica_loses_only_its_calls_in_flight_and_is_used_again_once_
         address = replicated.replica_address(victim)
         assert wait_until(lambda: grpc_serving(address), WAIT_S, 0.05), f"{victim} not back"
         serving_at = time.monotonic()
-        used_again = wait_until(lambda: counts(replicated, victim)[0] > 0, 2 * RECOVERY_S, 0.05)
+        used_again = wait_until(
+            lambda: replicated.served_calls(victim)[0] > 0, 2 * RECOVERY_S, 0.05
+        )
         recovery_s = time.monotonic() - serving_at
     results = load.ended()
     tally.hung_requests += sum(e.hung for e in results)
@@ -198,3 +187,23 @@ def test_a_killed_replica_loses_only_its_calls_in_flight_and_is_used_again_once_
 def named(ended: Ended, stage: str) -> bool:
     """A failure that says which stage could not answer the call."""
     return ended.status in (502, 503) and ended.stage == stage and stage in ended.message
+
+
+def test_the_launchers_supervisor_restarts_a_killed_replica_alone(replicated: Stack) -> None:
+    """What `make run --replicas` does when one replica exits: that replica, and only it, is
+    started again on its port and reported back."""
+    supervisor = replicated.supervisor()
+    victim = replicas(replicated, "grader")[-1]
+    replicated.kill(victim)
+    events: list[Event] = []
+
+    def back() -> bool:
+        events.extend(supervisor.tick())
+        return any(e.kind is EventKind.BACK for e in events)
+
+    assert wait_until(back, WAIT_S), events
+    assert [(e.kind, e.name) for e in events] == [
+        (EventKind.EXITED, victim),
+        (EventKind.BACK, victim),
+    ]
+    assert grpc_serving(replicated.replica_address(victim))

@@ -91,6 +91,15 @@ def latency_figures(prefix: str, seconds: list[float]) -> dict[str, float]:
 # --- load --------------------------------------------------------------------------------------
 
 
+def add_load_arguments(parser: argparse.ArgumentParser, *, duration_s: float) -> None:
+    """The options of :func:`load_phase`."""
+    parser.add_argument("--clients", type=int, default=4, help="load clients (4)")
+    parser.add_argument(
+        "--duration-s", type=float, default=duration_s, help=f"load duration ({duration_s:g})"
+    )
+    parser.add_argument("--budget-s", type=float, default=300, help="each query's budget (300)")
+
+
 def load_phase(stack: Stack, clients: int, duration_s: float, budget_s: float) -> dict[str, Any]:
     bodies = [{"query": q, "time_budget_s": budget_s} for q in QUESTIONS]
     started = time.monotonic()
@@ -219,9 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--clients", type=int, default=4, help="load clients (4)")
-    parser.add_argument("--duration-s", type=float, default=300, help="load duration (300)")
-    parser.add_argument("--budget-s", type=float, default=300, help="each query's budget (300)")
+    add_load_arguments(parser, duration_s=300)
     parser.add_argument("--retrieval-requests", type=int, default=10_000)
     parser.add_argument("--retrieval-clients", type=int, default=4)
     parser.add_argument("--memory-bound-mib", type=float, default=50.0)

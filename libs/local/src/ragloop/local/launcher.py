@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from ragloop.core.grpc.tls import ClientTls, sync_channel
 from ragloop.core.names import Stage, values
@@ -353,6 +354,19 @@ class Stack:
             return response.json()["stages"][stage] is True
         except (httpx.HTTPError, ValueError, KeyError):
             return False
+
+    def served_calls(self, name: str) -> tuple[int, int]:
+        """Calls of its own gRPC service (not health) a stage process has started and handled
+        since it started, from its /metrics (on the port ``metrics_ports`` gives it)."""
+        metrics = f"http://{self.config.host}:{self.config.metrics_ports[name]}/metrics"
+        services = stage_spec(service_of(name)).grpc_services
+        totals = dict.fromkeys(("grpc_server_started_total", "grpc_server_handled_total"), 0.0)
+        for family in text_string_to_metric_families(httpx.get(metrics, timeout=5).text):
+            for sample in family.samples:
+                if sample.name in totals and sample.labels.get("grpc_service") in services:
+                    totals[sample.name] += sample.value
+        started, handled = totals.values()
+        return int(started), int(handled)
 
     # --- sample corpus ---------------------------------------------------------------------
 
