@@ -27,7 +27,7 @@ PYTEST_ARGS ?=
 
 .PHONY: help install models run run-no-ingest test test-unit test-service test-integration test-observability test-browser \
         bench bench-retrieval bench-models protos check settings-docs deploy-files lint format clean \
-        up down test-deploy bench-reliability bench-compare bench-quality
+        up down test-deploy bench-reliability bench-balancing bench-compare bench-quality
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -87,7 +87,7 @@ up:  ## the production topology on this host with Docker (deploy/docker-compose.
 down:  ## stop the compose stack (the data stays in its volumes)
 	cd deploy && docker compose down
 
-bench: bench-retrieval bench-models bench-reliability bench-compare bench-quality  ## every benchmark; results in bench/results/ and docs/benchmarks.md
+bench: bench-retrieval bench-models bench-reliability bench-balancing bench-compare bench-quality  ## every benchmark; results in bench/results/ and docs/benchmarks.md
 
 bench-retrieval: $(STAMP)  ## SciFact nDCG/recall per mode, ingest throughput, search latency (writes bench/results/)
 	$(PY) -m bench.retrieval $(BENCH_ARGS)
@@ -96,6 +96,11 @@ bench-reliability: models  ## load (small model), memory over 10,000 retrievals,
 	$(UV) sync --frozen --all-packages --group bench
 	$(PY) -m ragloop.local.cli install-models --model qwen2.5-coder-0.5b-instruct
 	$(PY) -m bench.reliability $(BENCH_ARGS)
+
+BALANCING_ARGS ?=
+
+bench-balancing: models  ## queries/min with 1 vs 2 grader replicas in front of two llama-servers (writes bench/results/balancing.json)
+	$(PY) -m bench.balancing $(BALANCING_ARGS)
 
 bench-models: models  ## grader F1 (SciFact, 1.5B and 0.5B), grading cost, PubMedQA answers (writes bench/results/)
 	$(UV) sync --frozen --all-packages --group bench
