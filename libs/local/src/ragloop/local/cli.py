@@ -21,7 +21,7 @@ from ragloop.local.supervisor import EventKind
 
 EXAMPLE_QUESTION = "Which process owns the Milvus Lite data directory, and why?"
 SUPERVISE_INTERVAL_S = 0.25  # how often exits are looked for (and a stop signal at the latest)
-MAX_REPLICAS = 9  # replica i listens on the stage's port + 10·i: ten would reach the next stage's
+MAX_REPLICAS = 9  # of a stage on one machine (replica i listens on its port + 10·i)
 MAX_MODEL_SERVERS = 4
 
 
