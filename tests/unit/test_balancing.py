@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from ragloop.core.grpc.tracing import peer_attributes
 from ragloop.local.cli import model_server_count, replica_counts
 from ragloop.local.launcher import Stack, StackConfig, essential, service_of
 from ragloop.orchestrator.settings import OrchestratorSettings
@@ -55,6 +56,22 @@ def test_every_channel_is_round_robin_with_health_checking() -> None:
     # A list has no name of its own: TLS verifies its first backend's.
     listed = dict(channel_options("127.0.0.1:50052,127.0.0.1:50062"))
     assert listed["grpc.default_authority"] == "127.0.0.1:50052"
+
+
+@pytest.mark.parametrize(
+    ("address", "attributes"),
+    [
+        ("127.0.0.1:50052", {"server.address": "127.0.0.1", "server.port": 50052}),
+        ("[::1]:50052", {"server.address": "::1", "server.port": 50052}),
+        ("dns:///grader:50052", {"server.address": "grader", "server.port": 50052}),
+        ("127.0.0.1:1,127.0.0.1:2", {"server.address": "127.0.0.1:1,127.0.0.1:2"}),
+        ("dns://10.0.0.10/grader:50052", {"server.address": "dns://10.0.0.10/grader:50052"}),
+    ],
+)
+def test_a_call_span_names_the_server_an_address_names(
+    address: str, attributes: dict[str, object]
+) -> None:
+    assert peer_attributes(address) == attributes
 
 
 def test_replicas_listen_ten_ports_apart_and_the_orchestrator_gets_them_all() -> None:
