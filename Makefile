@@ -99,7 +99,7 @@ bench-reliability: models  ## load (small model), memory over 10,000 retrievals,
 
 BALANCING_ARGS ?=
 
-bench-balancing: models  ## queries/min with 1 vs 2 grader replicas in front of two llama-servers (writes bench/results/balancing.json)
+bench-balancing: models  ## queries/s and p50/p95 with 1 vs 2 grader replicas in front of two llama-servers (writes bench/results/balancing.json)
 	$(PY) -m bench.balancing $(BALANCING_ARGS)
 
 bench-models: models  ## grader F1 (SciFact, 1.5B and 0.5B), grading cost, PubMedQA answers (writes bench/results/)

@@ -2,28 +2,30 @@
 (``make bench-balancing``).
 
 For each grader count the launcher starts the stack on free loopback ports as ``make run
---model-servers 2 --replicas grader=N`` does: two llama-servers sharing the model threads (one
-each on two cores), the grader's replica i calling server i mod 2, one replica of every other
-stage (on the first server). Three docs/ pages are ingested and ``--clients`` clients query
-without pause for ``--duration-s``; answered queries per minute, latency, and the grader calls
-each replica served (its own ``grpc_server_handled_total``) are recorded. Answers are cut to 48
-tokens and the grade cache is off, so grading is most of a query's model time.
+REPLICAS=grader=N MODEL_SERVERS=2`` does: two llama-servers sharing the model threads (one each
+on two cores), the grader's replica i calling server i mod 2, one replica of every other stage
+(on the first server). Three docs/ pages are ingested, then ``--clients`` clients query through
+the real orchestrator without pause for ``--duration-s`` (the queries in flight then are waited
+for). Recorded: answered queries per second, p50/p95 latency, errors, and the grader calls each
+replica served (its own ``grpc_server_started_total``). Queries retrieve 3 passages and are not
+rewritten, answers are cut to 48 tokens and the grade cache is off, so that every query grades
+and a run holds tens of queries (two runs take about 8 minutes on 2 cores).
 
-Figures are merged into bench/results/balancing.json.
+A table is printed; the figures go flat into bench/results/balancing.json (date, machine, command).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
+import shlex
 import sys
 import tempfile
 from datetime import date
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS_DIR, ROOT, machine, read_results, write_results
+from bench.common import RESULTS_DIR, ROOT, machine, write_results
 from bench.reliability import add_load_arguments, load_phase
 from ragloop.local.launcher import Stack, StackConfig, process_name
 from ragloop.local.models import DEFAULT_MODEL, MODELS
@@ -31,7 +33,9 @@ from ragloop.local.processes import free_port
 
 RESULTS = RESULTS_DIR / "balancing.json"
 MODEL_SERVERS = 2
+GRADER_COUNTS = (1, 2)
 CORPUS = ("docs/architecture.md", "docs/reliability.md", "docs/storage.md")
+QUERY_OPTIONS = {"top_k": 3, "max_rewrite_attempts": 0}
 STACK_ENV = {
     "RAGLOOP_LOG_LEVEL": "WARNING",
     "RAGLOOP_GRADER_CACHE_SIZE": "0",  # the questions repeat: every grade reaches a model
@@ -41,6 +45,7 @@ STACK_ENV = {
 
 
 def run(args: argparse.Namespace, graders: int, work: Path) -> dict[str, Any]:
+    """One stack with ``graders`` grader replicas under load: its figures, prefixed."""
     names = [process_name("grader", i) for i in range(graders)]
     corpus = work / "corpus"
     for page in CORPUS:
@@ -60,18 +65,41 @@ def run(args: argparse.Namespace, graders: int, work: Path) -> dict[str, Any]:
     stack.start()
     try:
         print(f"{graders} grader replica(s): {stack.ingest_directory(corpus)} chunks", flush=True)
-        before = [stack.served_calls(name)[1] for name in names]
-        figures = load_phase(stack, args.clients, args.duration_s, args.budget_s)
-        after = [stack.served_calls(name)[1] for name in names]
+        before = [stack.served_calls(name)[0] for name in names]
+        load = load_phase(stack, args.clients, args.duration_s, args.budget_s, QUERY_OPTIONS)
+        after = [stack.served_calls(name)[0] for name in names]
     finally:
         stack.stop()
-    served = [b - a for a, b in zip(before, after, strict=True)]
-    figures |= {
-        "grader_calls_per_replica": served,
-        "grader_calls_per_min": round(sum(served) / figures["load_duration_s"] * 60, 2),
+    prefix = f"graders_{graders}"
+    return {
+        f"{prefix}_queries": load["load_answered"],
+        f"{prefix}_errors": load["load_errors"] + load["load_refused_429"] + load["load_hung"],
+        f"{prefix}_seconds": load["load_duration_s"],
+        f"{prefix}_qps": load["load_throughput_qps"],
+        f"{prefix}_p50_s": seconds(load.get("load_p50_ms")),
+        f"{prefix}_p95_s": seconds(load.get("load_p95_ms")),
+        f"{prefix}_grader_calls": [b - a for a, b in zip(before, after, strict=True)],
     }
-    print(f"{graders} grader replica(s): {json.dumps(figures, sort_keys=True)}", flush=True)
-    return figures
+
+
+def seconds(milliseconds: float | None) -> float | None:
+    return None if milliseconds is None else round(milliseconds / 1000, 2)
+
+
+def table(figures: dict[str, Any]) -> str:
+    lines = [
+        "| grader replicas | queries | errors | seconds | queries/s | p50 s | p95 s "
+        "| grader calls per replica |",
+        "|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for graders in GRADER_COUNTS:
+        f = {k.removeprefix(f"graders_{graders}_"): v for k, v in figures.items()}
+        calls = ", ".join(map(str, f["grader_calls"]))
+        lines.append(
+            f"| {graders} | {f['queries']} | {f['errors']} | {f['seconds']} | {f['qps']} "
+            f"| {f['p50_s']} | {f['p95_s']} | {calls} |"
+        )
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,26 +108,31 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_load_arguments(parser, duration_s=150)
+    add_load_arguments(parser, duration_s=120)
     parser.add_argument("--model", choices=sorted(MODELS), default=DEFAULT_MODEL.name)
-    parser.add_argument("--out", type=Path, default=RESULTS, help="results file (merged into)")
-    args = parser.parse_args(argv)
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results file (replaced)")
+    arguments = sys.argv[1:] if argv is None else argv
+    args = parser.parse_args(arguments)
 
-    runs = {}
-    for graders in (1, 2):
+    figures: dict[str, Any] = {}
+    for graders in GRADER_COUNTS:
         with tempfile.TemporaryDirectory(prefix="ragloop-bench-") as work:
-            runs[f"graders_{graders}"] = run(args, graders, Path(work))
-    one, two = runs["graders_1"]["load_throughput_qpm"], runs["graders_2"]["load_throughput_qpm"]
-    figures = {
-        **runs,
-        "model": args.model,
-        "model_servers": MODEL_SERVERS,
-        "throughput_ratio_2_to_1": round(two / one, 2) if one else None,
+            figures |= run(args, graders, Path(work))
+    one, two = figures["graders_1_qps"], figures["graders_2_qps"]
+    figures |= {
         "date": date.today().isoformat(),
         "machine": machine(),
+        "command": shlex.join(["python", "-m", "bench.balancing", *arguments]),
+        "model": args.model,
+        "model_servers": MODEL_SERVERS,
+        "clients": args.clients,
+        "load_s": args.duration_s,
+        **{f"query_{k}": v for k, v in QUERY_OPTIONS.items()},
+        "qps_ratio_2_to_1": round(two / one, 2) if one else None,
     }
-    print(json.dumps(figures, indent=2, sort_keys=True))
-    write_results(args.out, read_results(args.out) | figures)
+    print(table(figures))
+    print(f"queries/s with 2 grader replicas / with 1: {figures['qps_ratio_2_to_1']}")
+    write_results(args.out, figures)
     return 0
 
 
