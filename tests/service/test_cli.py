@@ -167,8 +167,10 @@ async def test_a_failing_stage_is_one_line_naming_it(
     # The grader's address is a closed port in this stack.
     asked = await ragloop(capsys, "--url", url, "ask", "How long do cats sleep?")
     assert asked.code == 1 and asked.out == ""
-    assert asked.err.startswith("error: HTTP 503 Service Unavailable: ")
-    assert "grader: failed to connect" in asked.err
+    # gRPC's words after the stage's name: round robin's "connections to all backends failing;
+    # last error: …: Connection refused".
+    assert asked.err.startswith("error: HTTP 503 Service Unavailable: grader: ")
+    assert "Connection refused" in asked.err
     assert asked.err.endswith("(decision path: retrieve → grade)\n")
 
 

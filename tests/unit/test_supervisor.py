@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ragloop.local.cli import supervise
+from ragloop.local.launcher import StackConfig
 from ragloop.local.processes import ChildProcess
 from ragloop.local.supervisor import Event, EventKind, Phase, RestartPolicy, Supervisor
 
@@ -204,6 +205,7 @@ class ScriptedSupervisor:
 @dataclass
 class FakeStack:
     events: list[list[Event]]
+    config: StackConfig = field(default_factory=StackConfig)
 
     def supervisor(self) -> ScriptedSupervisor:
         return ScriptedSupervisor(self.events)
@@ -230,7 +232,18 @@ def test_a_stage_given_up_on_leaves_the_launcher_serving(
     assert "the grader stays down; the other processes keep serving" in err
 
 
-@pytest.mark.parametrize("name", ["model-server", "orchestrator"])
+def test_a_replica_given_up_on_leaves_its_calls_to_the_others(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("ragloop.local.cli.SUPERVISE_INTERVAL_S", 0)
+    stack = FakeStack([[event(EventKind.GAVE_UP, "grader-2")]], StackConfig(replicas={"grader": 2}))
+    assert supervise(stack, stop_after(3)) == 0  # type: ignore[arg-type]
+    assert "the grader-2 stays down; the other grader replicas take its calls" in (
+        capsys.readouterr().err
+    )
+
+
+@pytest.mark.parametrize("name", ["model-server", "model-server-2", "orchestrator"])
 def test_giving_up_on_the_model_server_or_the_orchestrator_stops_the_run(
     name: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

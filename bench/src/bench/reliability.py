@@ -91,8 +91,25 @@ def latency_figures(prefix: str, seconds: list[float]) -> dict[str, float]:
 # --- load --------------------------------------------------------------------------------------
 
 
-def load_phase(stack: Stack, clients: int, duration_s: float, budget_s: float) -> dict[str, Any]:
-    bodies = [{"query": q, "time_budget_s": budget_s} for q in QUESTIONS]
+def add_load_arguments(parser: argparse.ArgumentParser, *, duration_s: float) -> None:
+    """The options of :func:`load_phase`."""
+    parser.add_argument("--clients", type=int, default=4, help="load clients (4)")
+    parser.add_argument(
+        "--duration-s", type=float, default=duration_s, help=f"load duration ({duration_s:g})"
+    )
+    parser.add_argument("--budget-s", type=float, default=300, help="each query's budget (300)")
+
+
+def load_phase(
+    stack: Stack,
+    clients: int,
+    duration_s: float,
+    budget_s: float,
+    options: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``clients`` clients query without pause for ``duration_s`` (the queries in flight then
+    are waited for); ``options`` are added to every query's body."""
+    bodies = [{"query": q, "time_budget_s": budget_s, **(options or {})} for q in QUESTIONS]
     started = time.monotonic()
     with Load(stack.config.base_url, bodies, clients=clients) as load:
         time.sleep(duration_s)
@@ -110,6 +127,7 @@ def load_phase(stack: Stack, clients: int, duration_s: float, budget_s: float) -
         "load_requests": len(results),
         "load_answered": len(answered),
         "load_throughput_qpm": round(len(answered) / elapsed * 60, 2),
+        "load_throughput_qps": round(len(answered) / elapsed, 4),
         "load_errors": len(errors),
         "load_refused_429": len(refused),
         "load_hung": sum(e.hung for e in results),
@@ -219,9 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--clients", type=int, default=4, help="load clients (4)")
-    parser.add_argument("--duration-s", type=float, default=300, help="load duration (300)")
-    parser.add_argument("--budget-s", type=float, default=300, help="each query's budget (300)")
+    add_load_arguments(parser, duration_s=300)
     parser.add_argument("--retrieval-requests", type=int, default=10_000)
     parser.add_argument("--retrieval-clients", type=int, default=4)
     parser.add_argument("--memory-bound-mib", type=float, default=50.0)

@@ -14,13 +14,15 @@ from pathlib import Path
 
 from ragloop.core.settings import setting_variable
 from ragloop.core.stage_registry import STAGE_SPECS
-from ragloop.local.launcher import ESSENTIAL, Stack, StackConfig
+from ragloop.local.launcher import STAGES, Stack, StackConfig, essential, service_of
 from ragloop.local.models import DEFAULT_MODEL, MODELS, ensure_model
 from ragloop.local.processes import StartupError
 from ragloop.local.supervisor import EventKind
 
 EXAMPLE_QUESTION = "Which process owns the Milvus Lite data directory, and why?"
 SUPERVISE_INTERVAL_S = 0.25  # how often exits are looked for (and a stop signal at the latest)
+MAX_REPLICAS = 9  # of a stage on one machine (replica i listens on its port + 10·i)
+MAX_MODEL_SERVERS = 4
 
 
 def config_from_env() -> StackConfig:
@@ -48,6 +50,8 @@ def say(message: str, *, error: bool = False) -> None:
 def run(args: argparse.Namespace) -> int:
     config = config_from_env()
     config.chat_model = MODELS[args.model]
+    config.replicas = args.replicas
+    config.model_servers = args.model_servers
     stack = Stack(config)
     stopping = False
 
@@ -59,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGHUP, request_stop)
     started = time.monotonic()
-    say("starting model server, retriever, grader, rewriter, generator, orchestrator …")
+    processes = [r.name for r in config.processes()]
+    say(f"starting {', '.join(processes)}, orchestrator …")
     exit_code = 0
     try:
         stack.start()
@@ -95,16 +100,45 @@ def supervise(stack: Stack, stopping: Callable[[], bool]) -> int:
                 say(f"warning: {event.message}", error=True)
             else:
                 say(f"error: {event.message}", error=True)
-                if event.name in ESSENTIAL:
+                if essential(event.name):
                     say(f"error: nothing answers without the {event.name}; stopping", error=True)
                     return 1
-                say(
-                    f"error: the {event.name} stays down; the other processes keep serving, and "
-                    "queries that need it answer 503 naming it until the stack is started again",
-                    error=True,
-                )
+                say(f"error: {stays_down(stack, event.name)}", error=True)
         time.sleep(SUPERVISE_INTERVAL_S)
     return 0
+
+
+def stays_down(stack: Stack, name: str) -> str:
+    stage = service_of(name)
+    if len(stack.config.stage_replicas(stage)) > 1:
+        return (
+            f"the {name} stays down; the other {stage} replicas take its calls until the stack "
+            "is started again"
+        )
+    return (
+        f"the {name} stays down; the other processes keep serving, and queries that need it "
+        "answer 503 naming it until the stack is started again"
+    )
+
+
+def replica_counts(text: str) -> dict[str, int]:
+    """``--replicas grader=2,generator=3`` → {"grader": 2, "generator": 3}."""
+    counts: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        stage, _, number = part.partition("=")
+        if stage not in STAGES or not number.isdigit() or not 1 <= int(number) <= MAX_REPLICAS:
+            raise argparse.ArgumentTypeError(
+                f"{part!r} is not STAGE=N with a stage of {', '.join(STAGES)} and N from 1 to "
+                f"{MAX_REPLICAS}"
+            )
+        counts[stage] = int(number)
+    return counts
+
+
+def model_server_count(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= MAX_MODEL_SERVERS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number from 1 to {MAX_MODEL_SERVERS}")
+    return int(text)
 
 
 def ingest_sample_corpus(stack: Stack, corpus: Path) -> None:
@@ -136,6 +170,22 @@ def main(argv: list[str] | None = None) -> int:
         choices=sorted(MODELS),
         default=DEFAULT_MODEL.name,
         help="the chat model llama-server serves (default: %(default)s)",
+    )
+    run_parser.add_argument(
+        "--replicas",
+        type=replica_counts,
+        default={},
+        metavar="STAGE=N,…",
+        help="processes of a stage, e.g. grader=2,generator=2 (default: one each); replica i "
+        "listens on the stage's port + 10·i and the orchestrator balances calls over them",
+    )
+    run_parser.add_argument(
+        "--model-servers",
+        type=model_server_count,
+        default=1,
+        metavar="N",
+        help="llama-servers sharing the cores (on RAGLOOP_MODEL_PORT + k); replica i of a stage "
+        "calls server i mod N (default: %(default)s)",
     )
     run_parser.set_defaults(handler=run)
     models_parser = commands.add_parser("install-models", help="join and verify the chat model")

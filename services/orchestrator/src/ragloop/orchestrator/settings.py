@@ -15,6 +15,13 @@ from ragloop.orchestrator.loop.corrective import (
 from ragloop.orchestrator.loop.request_policy import RequestPolicy
 from ragloop.orchestrator.loop.thresholds import check_schedule
 from ragloop.orchestrator.reliability_settings import ReliabilitySettings
+from ragloop.orchestrator.stages import balancing
+
+
+def _valid_address(cls: type, value: str) -> str:
+    balancing.grpc_target(value)  # refuses a list it cannot balance over
+    return value
+
 
 # Where each stage listens, a setting per row of the stage registry (RAGLOOP_RETRIEVER_ADDRESS,
 # …): built, not spelled out, so that a new stage needs no edit here. Read with stage_address().
@@ -23,9 +30,19 @@ StageAddresses = create_model(
     **{
         spec.address_setting: (
             str,
-            Field(f"127.0.0.1:{spec.port}", description=f"host:port of the {spec.name}."),
+            Field(
+                f"127.0.0.1:{spec.port}",
+                description=f"Where the {spec.name} listens: `host:port` or `dns:///name:port` "
+                "(every address the name resolves to, as a headless Service gives), or a list "
+                "`IP:port,IP:port`; calls go round robin over the replicas that report SERVING.",
+            ),
         )
         for spec in STAGE_SPECS
+    },
+    __validators__={
+        "_valid_address": field_validator(*(spec.address_setting for spec in STAGE_SPECS))(
+            _valid_address
+        )
     },
 )
 

@@ -78,6 +78,7 @@ class RunningServer:
 
 
 MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+MAX_CONNECTION_AGE_S = 60.0  # gRPC adds ±10% jitter
 
 
 async def start_server(
@@ -109,6 +110,10 @@ async def start_server(
             # failing the call. Accept pings every 10 s.
             ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
             ("grpc.keepalive_permit_without_calls", 1),
+            # Clients balance over the addresses a name resolves to, and resolve it again only
+            # when a connection closes: closing each one after a while (calls on it run to their
+            # end) lets an orchestrator find replicas added since it connected.
+            ("grpc.max_connection_age_ms", round(MAX_CONNECTION_AGE_S * 1000)),
         ],
     )
     spec.register(server)

@@ -42,7 +42,7 @@ def client_interceptors(address: str) -> list[grpc.aio.ClientInterceptor]:
     """For a channel to ``address`` (host:port)."""
     if not tracing.enabled():
         return []
-    peer = _peer_attributes(address)
+    peer = peer_attributes(address)
     return watching_interceptors(lambda details, _type: _client_call(details, peer))
 
 
@@ -154,8 +154,10 @@ def _text_metadata(metadata: Iterable[tuple[str, Any]]) -> dict[str, str]:
     return {key: value for key, value in metadata if isinstance(value, str)}
 
 
-def _peer_attributes(address: str) -> dict[str, Any]:
-    host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
+def peer_attributes(address: str) -> dict[str, Any]:
+    """``server.address`` and ``server.port`` of a channel's address: host:port, or a name
+    (dns:///grader:50052); a list of replicas has no one server, so it is the whole list."""
+    host, _, port = address.removeprefix("dns:///").rpartition(":")
+    if not host or not port.isdigit() or "," in address or "/" in host:
         return {"server.address": address}
     return {"server.address": host.strip("[]"), "server.port": int(port)}

@@ -6,8 +6,9 @@ closed → (``failures`` unreachable calls in a row) → open: every call fails 
 once → the probe reached the stage: closed; it did not: open again for another cool-down.
 
 Only "unreachable" opens the circuit. A stage that answered — even with an error, or too slowly
-for a deadline — is up, so those outcomes never count against it. Pure logic: no gRPC, no I/O;
-the caller reports each call's outcome.
+for a deadline — is up, so those outcomes never count against it; nor does a call that failed
+on one replica while another is ready (clients.py), so the circuit is the whole stage's. Pure
+logic: no gRPC, no I/O; the caller reports each call's outcome.
 """
 
 from __future__ import annotations

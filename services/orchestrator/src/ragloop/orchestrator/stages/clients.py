@@ -47,6 +47,7 @@ from ragloop.core.grpc.tls import ClientTls, aio_channel
 from ragloop.core.grpc.tracing import client_interceptors as tracing_interceptors
 from ragloop.core.names import Stage
 from ragloop.core.stage_registry import stage_spec
+from ragloop.orchestrator.stages import balancing
 from ragloop.orchestrator.stages.breaker import CircuitBreaker, Outcome, Permit, Refusal
 from ragloop.v1 import (
     generator_pb2,
@@ -79,14 +80,15 @@ def open_channel(
     connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
     tls: ClientTls | None = None,
 ) -> grpc.aio.Channel:
-    """A channel to a stage: TLS when ``tls`` is given, else plaintext."""
+    """A channel to a stage's replicas, each call to the next ready one (``balancing.py``):
+    TLS when ``tls`` is given, else plaintext."""
     # gRPC core takes its minimum reconnect backoff as the timeout of one connection attempt
     # (default 20 s): a call to a host that never completes the handshake fails after it.
     connect = ("grpc.min_reconnect_backoff_ms", round(connect_timeout_s * 1000))
     return aio_channel(
-        address,
+        balancing.grpc_target(address),
         tls,
-        options=[*CHANNEL_OPTIONS, connect],
+        options=[*CHANNEL_OPTIONS, connect, *balancing.channel_options(address)],
         interceptors=[*tracing_interceptors(address), *client_metrics_interceptors()],
     )
 
@@ -183,7 +185,7 @@ class RemoteStage:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _guarded(self) -> _BreakerCall:
-        return _BreakerCall(self.stage, self.breaker)
+        return _BreakerCall(self.stage, self.breaker, self.channel)
 
     async def check_health(self, timeout_s: float = 2.0) -> bool:
         """Whether the stage reports SERVING. Not subject to the breaker: readiness shows the
@@ -204,11 +206,19 @@ class RemoteStage:
 
 class _BreakerCall:
     """``async with``: admits a call through the stage's breaker (or fails it at once) and
-    reports how it ended. Without a breaker it does nothing."""
+    reports how it ended. Without a breaker it does nothing.
 
-    def __init__(self, stage: str, breaker: CircuitBreaker | None) -> None:
+    A call that failed UNAVAILABLE while the channel still has a ready replica says nothing
+    about the stage: one replica died under it (round robin takes that replica out of the
+    rotation) or answered that it cannot serve. Only failures with no replica ready count, so
+    one bad replica among several never opens the circuit of the whole stage."""
+
+    def __init__(
+        self, stage: str, breaker: CircuitBreaker | None, channel: grpc.aio.Channel
+    ) -> None:
         self.stage = stage
         self.breaker = breaker
+        self.channel = channel
         self.permit: Permit | None = None
         self.reached = False  # set by streams once the stage has answered something
 
@@ -226,9 +236,15 @@ class _BreakerCall:
         if exc is None:
             self.breaker.record(self.permit, Outcome.REACHED)
         elif isinstance(exc, grpc.aio.AioRpcError):
-            self.breaker.record(self.permit, outcome_of(exc), exc.details() or exc.code().name)
+            outcome = outcome_of(exc)
+            if outcome is Outcome.UNREACHABLE and self._a_replica_is_ready():
+                outcome = Outcome.UNDECIDED
+            self.breaker.record(self.permit, outcome, exc.details() or exc.code().name)
         else:  # cancelled, or the caller stopped reading: the stage was there if it answered
             self.breaker.record(self.permit, Outcome.REACHED if self.reached else Outcome.UNDECIDED)
+
+    def _a_replica_is_ready(self) -> bool:
+        return self.channel.get_state() is grpc.ChannelConnectivity.READY
 
 
 class RemoteRetriever(RemoteStage):
