@@ -143,6 +143,33 @@ async def test_rewriter_returns_a_new_query(serve_stage) -> None:
     assert reply.usage.calls >= 1
 
 
+FOLLOW_UP_HISTORY = [
+    common_pb2.ConversationTurn(role="user", content="What is Milvus Lite?"),
+    common_pb2.ConversationTurn(
+        role="assistant",
+        content="Milvus Lite is the embedded Milvus vector database that runs inside a Python "
+        "process [1].",
+    ),
+]
+
+
+async def test_rewriter_makes_a_follow_up_standalone(serve_stage) -> None:
+    async with serve_stage(rewriter_spec, RewriterSettings) as channel:
+        stub = rewriter_pb2_grpc.RewriterServiceStub(channel)
+        reply = await stub.StandaloneQuery(
+            rewriter_pb2.StandaloneQueryRequest(
+                history=FOLLOW_UP_HISTORY, question="How many processes can open it at once?"
+            )
+        )
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.StandaloneQuery(rewriter_pb2.StandaloneQueryRequest(question="And it?"))
+    print("\nstandalone:", reply.standalone_query)
+    assert "milvus" in reply.standalone_query.lower()
+    assert reply.usage.calls == 1 and reply.usage.prompt_tokens > 0
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "history must hold at least one turn" in refused.value.details()
+
+
 async def test_generator_answers_with_a_citation(serve_stage) -> None:
     async with serve_stage(generator_spec, GeneratorSettings) as channel:
         stub = generator_pb2_grpc.GeneratorServiceStub(channel)

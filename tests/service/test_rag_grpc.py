@@ -177,6 +177,14 @@ async def test_query_stream_sends_the_rest_streams_events_then_done_equal_to_que
             {"query": "q", "similarity_threshold": 0.5, "similarity_thresholds": [0.6, 0.4]},
             "give either similarity_threshold",
         ),
+        (
+            {"query": "q", "history": [common_pb2.ConversationTurn(role="user", content="x")] * 51},
+            "history: List should have at most 50 items",
+        ),
+        (
+            {"query": "q", "history": [common_pb2.ConversationTurn(role="system", content="x")]},
+            "history.0.role: Input should be 'user' or 'assistant'",
+        ),
     ],
 )
 @pytest.mark.parametrize("method", ["Query", "QueryStream"])
