@@ -154,15 +154,14 @@ FOLLOW_UP_HISTORY = [
 
 
 async def test_rewriter_makes_a_follow_up_standalone(serve_stage) -> None:
+    follow_up = "How many processes can open it at once?"
+    request = rewriter_pb2.StandaloneQueryRequest(history=FOLLOW_UP_HISTORY, question=follow_up)
+    without_history = rewriter_pb2.StandaloneQueryRequest(question=follow_up)
     async with serve_stage(rewriter_spec, RewriterSettings) as channel:
-        stub = rewriter_pb2_grpc.RewriterServiceStub(channel)
-        reply = await stub.StandaloneQuery(
-            rewriter_pb2.StandaloneQueryRequest(
-                history=FOLLOW_UP_HISTORY, question="How many processes can open it at once?"
-            )
-        )
+        standalone_query = rewriter_pb2_grpc.RewriterServiceStub(channel).StandaloneQuery
+        reply = await standalone_query(request)
         with pytest.raises(grpc.aio.AioRpcError) as refused:
-            await stub.StandaloneQuery(rewriter_pb2.StandaloneQueryRequest(question="And it?"))
+            await standalone_query(without_history)
     print("\nstandalone:", reply.standalone_query)
     assert "milvus" in reply.standalone_query.lower()
     assert reply.usage.calls == 1 and reply.usage.prompt_tokens > 0
