@@ -124,6 +124,7 @@ def test_ingest_then_query_an_empty_round_without_rewrites(api: httpx.Client) ->
     assert body["hallucination_risk"] == 0.0
     assert body["query"] == {
         "original": "What is sourdough?",
+        "standalone": "What is sourdough?",
         "final": "What is sourdough?",
         "was_rewritten": False,
         "rewrite_count": 0,
