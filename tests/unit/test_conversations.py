@@ -144,8 +144,9 @@ async def test_the_rewriter_returns_the_standalone_question_and_its_cost() -> No
     assert "Follow-up question: and when was it founded?" in call.messages[-1].content
 
 
-async def test_an_unusable_reply_leaves_the_question_as_asked() -> None:
-    model = ScriptedChatModel(["not json", json.dumps({"standalone_query": "  "})])
+@pytest.mark.parametrize("second_reply", ["  ", "x " * 2001], ids=["empty", "too-long"])
+async def test_an_unusable_reply_leaves_the_question_as_asked(second_reply: str) -> None:
+    model = ScriptedChatModel(["not json", json.dumps({"standalone_query": second_reply})])
 
     result = await ModelRewriter(model).standalone(HISTORY, "and when was it founded?")
 

@@ -16,7 +16,7 @@ from ragloop.core.errors import InvalidInput
 from ragloop.core.models import ChatMessage, ChatModel
 from ragloop.core.models.structured import complete_structured
 from ragloop.core.text import normalize_query
-from ragloop.core.validation import history_turns, required_text
+from ragloop.core.validation import MAX_QUERY_CHARS, history_turns, required_text
 from ragloop.rewriter.prompts import (
     MAX_KEYWORDS,
     STANDALONE_SCHEMA,
@@ -41,6 +41,10 @@ def parse_standalone(data: dict[str, Any]) -> str:
     query = " ".join(str(data["standalone_query"]).split())
     if not query:
         raise ValueError("standalone_query is empty")
+    # A provider that ignores the schema's maxLength may ramble; the loop's stages take at most
+    # MAX_QUERY_CHARS of question.
+    if len(query) > MAX_QUERY_CHARS:
+        raise ValueError(f"standalone_query is longer than {MAX_QUERY_CHARS} characters")
     return query
 
 
