@@ -27,7 +27,7 @@ PYTEST_ARGS ?=
 
 .PHONY: help install models run run-no-ingest test test-unit test-service test-integration test-observability test-browser \
         bench bench-retrieval bench-models protos check settings-docs deploy-files lint format clean \
-        up down test-deploy bench-reliability bench-balancing bench-compare bench-quality
+        up down test-deploy bench-reliability bench-balancing bench-compare bench-quality bench-conversations
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -87,7 +87,7 @@ up:  ## the production topology on this host with Docker (deploy/docker-compose.
 down:  ## stop the compose stack (the data stays in its volumes)
 	cd deploy && docker compose down
 
-bench: bench-retrieval bench-models bench-reliability bench-balancing bench-compare bench-quality  ## every benchmark; results in bench/results/ and docs/benchmarks.md
+bench: bench-retrieval bench-models bench-reliability bench-balancing bench-compare bench-quality bench-conversations  ## every benchmark; results in bench/results/ and docs/benchmarks.md
 
 bench-retrieval: $(STAMP)  ## SciFact nDCG/recall per mode, ingest throughput, search latency (writes bench/results/)
 	$(PY) -m bench.retrieval $(BENCH_ARGS)
@@ -113,6 +113,9 @@ COMPARE_ARGS ?=
 bench-compare: models  ## ragloop vs a LangGraph corrective RAG: latency, tokens, evidence, throughput (writes bench/results/compare.json)
 	$(UV) sync --frozen --all-packages --group bench
 	$(PY) -m bench.compare $(COMPARE_ARGS)
+
+bench-conversations: models  ## follow-up questions made standalone by the real rewriter: share keeping the referent (writes bench/results/conversations.json)
+	$(PY) -m bench.conversations $(BENCH_ARGS)
 
 QUALITY_ARGS ?=
 

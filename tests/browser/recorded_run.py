@@ -125,6 +125,7 @@ def done_payload() -> dict:
         "hallucination_risk": 0.0,
         "query": {
             "original": QUESTION,
+            "standalone": QUESTION,
             "final": REWRITTEN,
             "was_rewritten": True,
             "rewrite_count": 1,

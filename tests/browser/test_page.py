@@ -171,6 +171,35 @@ async def test_a_citation_works_from_the_keyboard(page: Page, fake_url: str, gat
     await expect(cats.locator("mark")).to_have_text(rec.QUOTE)
 
 
+async def test_a_thread_sends_its_turns_with_the_next_question(
+    page: Page, fake: rec.FakeApi, fake_url: str, gates: Gates
+) -> None:
+    for gate in gates:
+        gate.set()
+    await page.goto(fake_url)
+    thread = page.locator("#thread-section")
+    await expect(thread).to_be_hidden()
+    await ask(page, rec.QUESTION, **{"api-key": rec.API_KEY})
+    await expect(page.locator("#status")).to_contain_text("Done")
+    await expect(thread.locator(".turn")).to_have_text([rec.QUESTION, rec.ANSWER])
+    first, _ = fake.requests[-1]
+    assert first.history == []
+
+    await ask(page, rec.QUESTION)
+    await expect(thread.locator(".turn")).to_have_count(4)
+    follow_up, _ = fake.requests[-1]
+    assert [(t.role, t.content) for t in follow_up.history] == [
+        ("user", rec.QUESTION),
+        ("assistant", rec.ANSWER),
+    ]
+
+    await page.get_by_role("button", name="New conversation").click()
+    await expect(thread).to_be_hidden()
+    await ask(page, rec.QUESTION)
+    await expect(thread.locator(".turn")).to_have_count(2)
+    assert fake.requests[-1][0].history == []
+
+
 async def test_http_errors_are_shown_with_what_to_do(page: Page, fake_url: str) -> None:
     await page.goto(fake_url)
     await ask(page, rec.QUESTION)

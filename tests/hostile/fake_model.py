@@ -81,6 +81,8 @@ class SchemaShapedChatModel:
                 "reason": "fake rewrite",
                 "keywords": ["fake"],
             }
+        if "standalone_query" in fields:
+            return {"standalone_query": f"standalone question number {self.calls}"}
         if "answerable" in fields:
             sentence = {"source": 1, "text": "The first passage says so."}
             return {"answerable": True, "sentences": [sentence]}

@@ -202,6 +202,12 @@ REWRITE = st.builds(
         st.builds(common_pb2.RewriteAttempt, query=SHORT_TEXT, reason=SHORT_TEXT), max_size=8
     ),
 )
+ROLE = st.one_of(st.sampled_from(["user", "assistant"]), st.text(max_size=12))
+STANDALONE = st.builds(
+    rewriter_pb2.StandaloneQueryRequest,
+    history=st.lists(st.builds(common_pb2.ConversationTurn, role=ROLE, content=TEXT), max_size=60),
+    question=TEXT,
+)
 GENERATE = st.builds(
     generator_pb2.GenerateAnswerRequest,
     question=TEXT,

@@ -106,13 +106,11 @@ async def test_the_grader_refuses_what_it_cannot_serve() -> None:
 async def test_the_rewriter_refuses_what_it_cannot_serve() -> None:
     def run(channel: grpc.Channel) -> None:
         stub = rewriter_pb2_grpc.RewriterServiceStub(channel)
-        fuzz(
-            "RewriterService/RewriteQuery",
-            gen.REWRITE,
-            unary(stub.RewriteQuery),
-            MODEL_STAGE_EXAMPLES,
-            TALLY,
-        )
+        for name, (requests, invoke) in {
+            "RewriteQuery": (gen.REWRITE, unary(stub.RewriteQuery)),
+            "StandaloneQuery": (gen.STANDALONE, unary(stub.StandaloneQuery)),
+        }.items():
+            fuzz(f"RewriterService/{name}", requests, invoke, MODEL_STAGE_EXAMPLES, TALLY)
 
     await fuzz_stage(model_stage_specs()["rewriter"], run)
     assert_only_refusals("RewriterService")

@@ -73,6 +73,55 @@ def test_answers_from_the_right_document_with_a_citation(stack: Stack) -> None:
     print(f"  total {body['workflow']['total_duration_ms']:.1f} ms")
 
 
+# Two companies founded in different years: "and when was it founded?" alone matches both.
+COMPANIES = [
+    {
+        "source": "brightwater.md",
+        "text": "Brightwater Instruments makes tide gauges and ocean sensors in Halifax. "
+        "Brightwater Instruments was founded in 1987 by the engineer Maren Holt.",
+    },
+    {
+        "source": "coldharbor.md",
+        "text": "Coldharbor Freight runs rail logistics out of Leeds. Coldharbor Freight was "
+        "founded in 2004 by Idris Vance.",
+    },
+]
+
+
+def test_a_follow_up_is_answered_from_the_first_turns_subject(stack: Stack) -> None:
+    base = stack.config.base_url
+    ingested = httpx.post(
+        f"{base}/v1/documents",
+        json={"collection": "companies", "documents": COMPANIES},
+        timeout=120,
+    )
+    assert ingested.status_code == 200, ingested.text
+    options = {"collection": "companies", "top_k": 2}
+    first_question = "What does Brightwater Instruments make?"
+    first = httpx.post(
+        f"{base}/v1/query", json={"query": first_question, **options}, timeout=400
+    ).json()
+    assert "brightwater.md" in {c["source"] for c in first["citations"]}, first["answer"]
+    history = [
+        {"role": "user", "content": first_question},
+        {"role": "assistant", "content": first["answer"]},
+    ]
+
+    response = httpx.post(
+        f"{base}/v1/query",
+        json={"query": "And when was it founded?", "history": history, **options},
+        timeout=400,
+    )
+
+    assert response.status_code == 200, response.text
+    body = response.json()
+    print("\nstandalone:", body["query"]["standalone"], "| answer:", body["answer"])
+    assert body["workflow"]["decision_path"][:2] == ["contextualize", "retrieve"]
+    assert "brightwater" in body["query"]["standalone"].lower()
+    assert body["grounded"], body["answer"]
+    assert {c["source"] for c in body["citations"]} == {"brightwater.md"}
+
+
 def test_reingesting_the_corpus_does_not_duplicate_chunks(stack: Stack) -> None:
     before = stack.collection_chunk_count()
     assert stack.ingest_directory(REPO_ROOT / "docs") == before

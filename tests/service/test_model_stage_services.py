@@ -143,6 +143,32 @@ async def test_rewriter_returns_a_new_query(serve_stage) -> None:
     assert reply.usage.calls >= 1
 
 
+FOLLOW_UP_HISTORY = [
+    common_pb2.ConversationTurn(role="user", content="What is Milvus Lite?"),
+    common_pb2.ConversationTurn(
+        role="assistant",
+        content="Milvus Lite is the embedded Milvus vector database that runs inside a Python "
+        "process [1].",
+    ),
+]
+
+
+async def test_rewriter_makes_a_follow_up_standalone(serve_stage) -> None:
+    follow_up = "How many processes can open it at once?"
+    request = rewriter_pb2.StandaloneQueryRequest(history=FOLLOW_UP_HISTORY, question=follow_up)
+    without_history = rewriter_pb2.StandaloneQueryRequest(question=follow_up)
+    async with serve_stage(rewriter_spec, RewriterSettings) as channel:
+        standalone_query = rewriter_pb2_grpc.RewriterServiceStub(channel).StandaloneQuery
+        reply = await standalone_query(request)
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await standalone_query(without_history)
+    print("\nstandalone:", reply.standalone_query)
+    assert "milvus" in reply.standalone_query.lower()
+    assert reply.usage.calls == 1 and reply.usage.prompt_tokens > 0
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "history must hold at least one turn" in refused.value.details()
+
+
 async def test_generator_answers_with_a_citation(serve_stage) -> None:
     async with serve_stage(generator_spec, GeneratorSettings) as channel:
         stub = generator_pb2_grpc.GeneratorServiceStub(channel)

@@ -99,6 +99,33 @@ async def test_the_openai_sdk_sync_async_and_streaming(url: str) -> None:
     assert chunks[-1].usage.total_tokens > 0
 
 
+async def test_the_openai_sdk_with_a_conversation_answers_the_follow_up(url: str) -> None:
+    client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", timeout=TIMEOUT_S)
+    completion = await client.chat.completions.create(
+        model=MODEL,
+        messages=[
+            {"role": "system", "content": "Answer in one short sentence."},
+            {"role": "user", "content": "What do dogs enjoy?"},
+            {"role": "assistant", "content": "Dogs enjoy long walks in the park [1]."},
+            {"role": "user", "content": "How many times a day do they get them?"},
+        ],
+        extra_body={"ragloop": OPTIONS},
+    )
+    content = completion.choices[0].message.content
+    extras = completion.model_extra["ragloop"]
+    print("\nstandalone:", extras["query"]["standalone"], "| answer:", content)
+    # The follow-up was made standalone from the earlier messages, and answered from them.
+    assert extras["query"]["original"] == "How many times a day do they get them?"
+    assert "dog" in extras["query"]["standalone"].lower()
+    workflow = extras["workflow"]
+    assert workflow["decision_path"][0] == "contextualize"
+    assert extras["grounded"], content
+    assert [c["source"] for c in extras["citations"]] == ["dogs.md"]
+    # The rewrite's model call is part of the usage: contextualize, grade, generate at least.
+    assert workflow["usage"]["model_calls"] >= 3
+    assert completion.usage.prompt_tokens == workflow["usage"]["prompt_tokens"]
+
+
 async def test_langchain_chat_openai_invoke_and_stream(url: str) -> None:
     chat = ChatOpenAI(
         base_url=f"{url}/v1",

@@ -14,6 +14,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from ragloop.core.domain import Turn
 from ragloop.local.processes import free_port
 from ragloop.v1 import common_pb2, rag_pb2, rag_pb2_grpc, retriever_pb2
 from tests.service.grpc_helpers import reflected_services
@@ -24,12 +25,14 @@ from tests.service.loop_stack_helpers import (
     grader_spec,
     rest_over_stages,
     retriever_spec,
+    rewriter_spec,
     simple_stages,
 )
 from tests.service.test_rest_stream import PASS, StallingGrader, one_rewrite_stages
 from tests.unit.fakes import (
     DictGrader,
     ScriptedRetriever,
+    ScriptedRewriter,
     StreamingEchoGenerator,
     doc,
 )
@@ -177,6 +180,14 @@ async def test_query_stream_sends_the_rest_streams_events_then_done_equal_to_que
             {"query": "q", "similarity_threshold": 0.5, "similarity_thresholds": [0.6, 0.4]},
             "give either similarity_threshold",
         ),
+        (
+            {"query": "q", "history": [common_pb2.ConversationTurn(role="user", content="x")] * 51},
+            "history: List should have at most 50 items",
+        ),
+        (
+            {"query": "q", "history": [common_pb2.ConversationTurn(role="system", content="x")]},
+            "history.0.role: Input should be 'user' or 'assistant'",
+        ),
     ],
 )
 @pytest.mark.parametrize("method", ["Query", "QueryStream"])
@@ -222,6 +233,35 @@ async def test_filters_and_policy_fields_reach_the_loop() -> None:
     assert (call.mode, call.filters, call.tenant) == ("hybrid", {"lang": "en"}, "acme")
     (generated,) = generator.calls
     assert (generated.question, generated.instructions) == ("q", "Answer in French.")
+
+
+async def test_a_follow_up_is_made_standalone_by_the_rewriter_service_first() -> None:
+    rewriter = ScriptedRewriter([], standalone="q")  # "q" finds a, which passes
+    history = [
+        common_pb2.ConversationTurn(role="user", content="What is a?"),
+        common_pb2.ConversationTurn(role="assistant", content="A is the first letter [1]."),
+    ]
+    request = rag_pb2.QueryRequest(query="And what comes after it?", history=history)
+    async with rag_over_stages(simple_stages(rewriter=rewriter_spec(rewriter))) as channel:
+        call = rag_pb2_grpc.RagServiceStub(channel).QueryStream(request, timeout=CALL_TIMEOUT_S)
+        events = [event async for event in call]
+
+    assert rewriter.standalone_calls == [
+        (
+            [Turn("user", "What is a?"), Turn("assistant", "A is the first letter [1].")],
+            "And what comes after it?",
+        )
+    ]
+    contextualize = rag_pb2.LOOP_NODE_CONTEXTUALIZE
+    assert [node_of(e) for e in events[:3]] == [
+        ("node_started", contextualize, 0),
+        ("node_finished", contextualize, 0),
+        ("node_started", RETRIEVE, 1),
+    ]
+    assert events[1].node_finished.details["standalone"] == "q"
+    done = events[-1].done
+    assert (done.query.original, done.query.standalone) == ("And what comes after it?", "q")
+    assert list(done.workflow.decision_path) == [contextualize, RETRIEVE, GRADE, GENERATE]
 
 
 @pytest.mark.parametrize("method", ["Query", "QueryStream"])

@@ -62,6 +62,9 @@ def api(tmp_path: Path, llama_url: str) -> Iterator[httpx.Client]:
         ({"query": "q", "max_rewrite_attempts": 6}, "max_rewrite_attempts"),
         ({"query": "q", "collection": "no spaces"}, "collection"),
         ({"query": "q", "topk": 3}, "topk"),
+        ({"query": "q", "history": [{"role": "user", "content": "x"}] * 51}, "history"),
+        ({"query": "q", "history": [{"role": "tool", "content": "x"}]}, "history"),
+        ({"query": "q", "history": [{"role": "user", "content": ""}]}, "history"),
     ],
 )
 def test_invalid_queries_get_422_naming_the_field(
@@ -70,6 +73,15 @@ def test_invalid_queries_get_422_naming_the_field(
     response = api.post("/v1/query", json=body)
     assert response.status_code == 422
     assert field in {str(part) for error in response.json()["detail"] for part in error["loc"]}
+
+
+def test_a_history_too_long_together_is_422_naming_the_limit(api: httpx.Client) -> None:
+    history = [{"role": "user", "content": "x" * 8000}] * 5 + [{"role": "user", "content": "y"}]
+    response = api.post("/v1/query", json={"query": "and when?", "history": history})
+    assert response.status_code == 422
+    (problem,) = response.json()["detail"]
+    assert problem["loc"] == ["body", "history"]
+    assert "40001 characters long together; the limit is 40000" in problem["msg"]
 
 
 def test_malformed_json_is_422(api: httpx.Client) -> None:
@@ -112,6 +124,7 @@ def test_ingest_then_query_an_empty_round_without_rewrites(api: httpx.Client) ->
     assert body["hallucination_risk"] == 0.0
     assert body["query"] == {
         "original": "What is sourdough?",
+        "standalone": "What is sourdough?",
         "final": "What is sourdough?",
         "was_rewritten": False,
         "rewrite_count": 0,

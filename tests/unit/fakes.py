@@ -20,6 +20,8 @@ from ragloop.core.domain import (
     RetrievalResult,
     Rewrite,
     RewriteAttempt,
+    StandaloneQuery,
+    Turn,
 )
 from ragloop.core.models.chat import ChatMessage, ChatReply, TokenReply
 from ragloop.orchestrator.loop.corrective import LoopPolicy
@@ -176,12 +178,27 @@ class RewriteCall:
 
 
 class ScriptedRewriter:
-    """Returns the scripted queries in order; fails the test if asked for more."""
+    """Returns the scripted queries in order; fails the test if asked for more. A follow-up
+    question is made standalone as ``standalone`` says (None: fails the test)."""
 
-    def __init__(self, queries: Iterable[str], *, usage: ModelUsage | None = None) -> None:
+    def __init__(
+        self,
+        queries: Iterable[str],
+        *,
+        usage: ModelUsage | None = None,
+        standalone: str | None = None,
+    ) -> None:
         self.queries = list(queries)
         self.usage = usage or ModelUsage()
         self.calls: list[RewriteCall] = []
+        self.standalone_query = standalone
+        self.standalone_calls: list[tuple[list[Turn], str]] = []
+
+    async def standalone(self, history: list[Turn], question: str) -> StandaloneQuery:
+        self.standalone_calls.append((list(history), question))
+        if self.standalone_query is None:
+            raise AssertionError("ScriptedRewriter asked for a standalone question unscripted")
+        return StandaloneQuery(self.standalone_query, self.usage)
 
     async def rewrite(
         self,

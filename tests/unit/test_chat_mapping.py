@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from ragloop.core.domain import ModelUsage
+from ragloop.core.domain import ModelUsage, Turn
 from ragloop.core.names import LoopNode
 from ragloop.core.stages import LoopStages
 from ragloop.orchestrator.loop.corrective import CorrectiveLoop, LoopPolicy, LoopResult
@@ -76,7 +76,7 @@ def test_model_names() -> None:
     assert models["object"] == "list" and models["data"][0]["object"] == "model"
 
 
-def test_the_last_user_message_is_the_question_and_system_messages_the_instructions() -> None:
+def test_the_last_user_message_is_the_question_the_earlier_ones_its_history() -> None:
     request = chat(
         ("system", "Answer in French."),
         ("user", "What do cats eat?"),
@@ -92,8 +92,16 @@ def test_the_last_user_message_is_the_question_and_system_messages_the_instructi
     assert query.query == "And how long\ndo they sleep?"
     assert query.answer_instructions == "Answer in French.\n\nBe brief."
     assert (query.top_k, query.filters, query.collection) == (3, {"lang": "en"}, None)
+    # The user and assistant messages before the question, system messages left out.
+    assert query.turns() == [Turn("user", "What do cats eat?"), Turn("assistant", "Fish [1].")]
     # What the request did not set stays unset: the server's settings apply.
-    assert query.model_fields_set == {"query", "answer_instructions", "top_k", "filters"}
+    assert query.model_fields_set == {"query", "answer_instructions", "top_k", "filters", "history"}
+
+
+def test_a_single_question_has_no_history_and_empty_turns_are_left_out() -> None:
+    assert query_of(chat(("system", "Be brief."), ("user", "q")), None).history == []
+    query = query_of(chat(("user", "a?"), ("assistant", None), ("user", "b?")), None)
+    assert query.turns() == [Turn("user", "a?")]
 
 
 def test_the_model_chooses_the_collection_and_a_ragloop_collection_must_agree() -> None:
@@ -114,6 +122,12 @@ def test_the_model_chooses_the_collection_and_a_ragloop_collection_must_agree() 
         ([("user", None)], "messages[0].content", "has no text"),
         ([("user", "x" * 4001)], "messages", "the last user message: String should have at most"),
         ([("system", "y" * 501), ("user", "q")], "messages", "the system message"),
+        (
+            [("user", "q"), ("assistant", "z" * 8001), ("user", "q")],
+            "messages",
+            "the earlier user and assistant messages",
+        ),
+        ([("user", "q"), ("assistant", "a")] * 26 + [("user", "q")], "messages", "at most 50"),
     ],
 )
 def test_a_question_that_cannot_be_asked_is_a_400(

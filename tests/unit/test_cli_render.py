@@ -148,17 +148,36 @@ def test_an_empty_round_and_an_outcome_without_passing() -> None:
     ]
 
 
-def test_failed_and_unknown_nodes_still_render() -> None:
-    response = {
-        "query": {"original": "q"},
-        "workflow": {
-            "outcome": "passed",
-            "node_executions": [
-                {**execution("grade", 1, 10), "status": "error", "details": {"error": "down"}},
-                execution("rerank", 1, 10, kept=3),
-            ],
-        },
+def passed(question: str, *executions: dict[str, Any]) -> dict[str, Any]:
+    """The body of a run of ``question`` that passed, with only its node executions."""
+    return {
+        "query": {"original": question},
+        "workflow": {"outcome": "passed", "node_executions": list(executions)},
     }
+
+
+def test_a_follow_up_shows_its_standalone_question_before_the_rounds() -> None:
+    response = passed(
+        "and when was it founded?",
+        execution("contextualize", 0, 1500, standalone="When was Acme founded?"),
+        execution("retrieve", 1, 3, query="When was Acme founded?", documents=1),
+        execution("generate", 1, 2000, documents=1, citations=1, grounded=True),
+    )
+    assert render_trace(response).splitlines()[:5] == [
+        "“and when was it founded?” · 1 round · 0 ms",
+        "├── contextualize: → “When was Acme founded?” · 1.5 s",
+        "├── round 1: “When was Acme founded?”",
+        "│   └── retrieve: 1 passage (default mode; 1 found) · 3 ms",
+        "└── generate: from 1 passage: 1 citation, grounded · 2.0 s",
+    ]
+
+
+def test_failed_and_unknown_nodes_still_render() -> None:
+    response = passed(
+        "q",
+        {**execution("grade", 1, 10), "status": "error", "details": {"error": "down"}},
+        execution("rerank", 1, 10, kept=3),
+    )
     assert render_trace(response).splitlines() == [
         "“q” · 1 round · 0 ms",
         "└── round 1",

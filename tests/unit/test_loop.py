@@ -649,6 +649,7 @@ async def test_build_query_response_after_a_rewrite() -> None:
     assert [c["document_id"] for c in body["citations"]] == ["c", "b"]
     assert body["query"] == {
         "original": "q",
+        "standalone": "q",
         "final": "q2",
         "was_rewritten": True,
         "rewrite_count": 1,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ragloop.core.domain import GradedDocument, Rewrite, RewriteAttempt
+from ragloop.core.domain import GradedDocument, Rewrite, RewriteAttempt, StandaloneQuery, Turn
 from ragloop.core.models import ChatModel
 from ragloop.core.models.structured import PARSE_COUNTS
 from ragloop.core.settings import ChatModelSettings
@@ -127,3 +127,6 @@ class CountingRewriter:
         if "could not be parsed" in rewrite.reason:
             self._tally.failures += 1
         return rewrite
+
+    async def standalone(self, history: list[Turn], question: str) -> StandaloneQuery:
+        return await self._inner.standalone(history, question)

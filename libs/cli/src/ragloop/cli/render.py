@@ -93,6 +93,8 @@ def describe_node(node: str, details: dict[str, Any]) -> tuple[str, list[TreeNod
         if not total:
             return "no passages to grade (pass rate 0%)", []
         return f"{passed} of {total} passed (pass rate {passed / total:.0%})", []
+    if node == "contextualize":  # a follow-up made standalone from its history, before round 1
+        return f"→ “{details.get('standalone', '')}”", []
     if node == "rewrite":
         children = [TreeNode(f"reason: {details['reason']}")] if details.get("reason") else []
         return f"→ “{details.get('query', '')}”", children
@@ -117,9 +119,12 @@ def trace_tree(response: dict[str, Any]) -> TreeNode:
     workflow = response.get("workflow", {})
     executions = workflow.get("node_executions", [])
     rounds: dict[int, list[dict[str, Any]]] = {}
+    head: list[dict[str, Any]] = []
     tail: list[dict[str, Any]] = []
     for execution in executions:
-        if execution["node"] == "generate":
+        if execution["node"] == "contextualize":
+            head.append(execution)
+        elif execution["node"] == "generate":
             tail.append(execution)
         else:
             rounds.setdefault(execution.get("round", 0), []).append(execution)
@@ -128,6 +133,7 @@ def trace_tree(response: dict[str, Any]) -> TreeNode:
         f"“{response.get('query', {}).get('original', '')}” · {plural(len(rounds), 'round')} · "
         f"{format_duration(workflow.get('total_duration_ms', 0.0))}"
     )
+    root.children += [_execution_node(s) for s in head]
     for number, steps in sorted(rounds.items()):
         searched = next(
             (s.get("details", {}).get("query") for s in steps if s["node"] == "retrieve"), ""

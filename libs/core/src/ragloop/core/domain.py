@@ -50,6 +50,14 @@ class RewriteAttempt:
 
 
 @dataclass(frozen=True)
+class Turn:
+    """One earlier turn of a conversation: ``role`` is "user" or "assistant"."""
+
+    role: str
+    content: str
+
+
+@dataclass(frozen=True)
 class ModelUsage:
     """What model calls cost; summed over the calls of one stage invocation."""
 
@@ -89,6 +97,14 @@ class Rewrite:
     query: str
     reason: str
     keywords: list[str] = field(default_factory=list)
+    usage: ModelUsage = field(default_factory=ModelUsage)
+
+
+@dataclass(frozen=True)
+class StandaloneQuery:
+    """A follow-up question rewritten to stand alone, and what that cost."""
+
+    query: str
     usage: ModelUsage = field(default_factory=ModelUsage)
 
 

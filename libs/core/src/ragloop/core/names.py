@@ -17,12 +17,13 @@ class Stage(StrEnum):
 
 
 class LoopNode(StrEnum):
-    """The corrective loop's steps, each done by one stage."""
+    """The corrective loop's steps, each done by one stage (the rewriter does two)."""
 
     RETRIEVE = "retrieve"
     GRADE = "grade"
     REWRITE = "rewrite"
     GENERATE = "generate"
+    CONTEXTUALIZE = "contextualize"  # a follow-up question made standalone, before round 1
 
     @property
     def stage(self) -> Stage:
@@ -34,6 +35,7 @@ _STAGE_OF_NODE = {
     LoopNode.GRADE: Stage.GRADER,
     LoopNode.REWRITE: Stage.REWRITER,
     LoopNode.GENERATE: Stage.GENERATOR,
+    LoopNode.CONTEXTUALIZE: Stage.REWRITER,
 }
 
 

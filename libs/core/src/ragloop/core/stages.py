@@ -19,7 +19,9 @@ from ragloop.core.domain import (
     Rewrite,
     RewriteAttempt,
     SourceDocument,
+    StandaloneQuery,
     StreamedDocument,
+    Turn,
 )
 
 
@@ -82,6 +84,11 @@ class Rewriter(Protocol):
         failed: list[GradedDocument],
         history: list[RewriteAttempt],
     ) -> Rewrite: ...
+
+    async def standalone(self, history: list[Turn], question: str) -> StandaloneQuery:
+        """``question``, a follow-up in the conversation ``history`` (oldest first, at least
+        one turn), rewritten to stand alone."""
+        ...
 
 
 class Generator(Protocol):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sized
+from collections.abc import Sequence, Sized
 from typing import Any
 
 from ragloop.core.errors import InvalidInput
@@ -12,6 +12,14 @@ from ragloop.core.errors import InvalidInput
 MAX_QUERY_CHARS = 4000
 # How a user wants the answer written ("Answer in French."); read by the generator only.
 MAX_ANSWER_INSTRUCTIONS_CHARS = 500
+# A conversation's earlier turns (a follow-up question's history): how many, how long each, and
+# how long together. The REST API, RagService and the OpenAI-compatible API refuse more with a
+# message naming the limit; the rewriter's StandaloneQuery refuses more too. Only the last few
+# turns reach the model (the rewriter's prompt), so the bounds are about what a request may carry.
+MAX_HISTORY_TURNS = 50
+MAX_HISTORY_TURN_CHARS = 8000
+MAX_HISTORY_CHARS = 40000
+HISTORY_ROLES = ("user", "assistant")
 COLLECTION_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,254}$"
 # A tenant id: letters, digits and `_ . : @ -`, at most 128 characters; "" is the default tenant.
 TENANT_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,127}$"
@@ -36,6 +44,37 @@ def optional_text(value: str, name: str, *, max_chars: int) -> str:
 def at_most(items: Sized, limit: int, what: str) -> None:
     if len(items) > limit:
         raise InvalidInput(f"{len(items)} {what} sent; at most {limit} per call")
+
+
+def history_turns(turns: Sequence[tuple[str, str]], name: str = "history") -> None:
+    """Refuse a conversation history (``(role, content)`` pairs, oldest first) beyond the limits
+    above, with a message naming the limit broken."""
+    if len(turns) > MAX_HISTORY_TURNS:
+        raise InvalidInput(
+            f"{name} has {len(turns)} turns; the limit is {MAX_HISTORY_TURNS} (send the most "
+            "recent ones)"
+        )
+    total = 0
+    for index, (role, content) in enumerate(turns):
+        if role not in HISTORY_ROLES:
+            raise InvalidInput(
+                f"{name}[{index}].role is {role!r}; it must be one of {', '.join(HISTORY_ROLES)}"
+            )
+        text = content.strip()
+        if not text:
+            raise InvalidInput(f"{name}[{index}].content must not be empty")
+        if len(text) > MAX_HISTORY_TURN_CHARS:
+            raise InvalidInput(
+                f"{name}[{index}].content is {len(text)} characters long; the limit is "
+                f"{MAX_HISTORY_TURN_CHARS} a turn"
+            )
+        unicode_text(text, f"{name}[{index}].content")
+        total += len(text)
+    if total > MAX_HISTORY_CHARS:
+        raise InvalidInput(
+            f"{name} is {total} characters long together; the limit is {MAX_HISTORY_CHARS} "
+            "(send fewer or shorter turns)"
+        )
 
 
 def collection_name(name: str) -> str:

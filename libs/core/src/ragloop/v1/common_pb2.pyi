@@ -62,6 +62,14 @@ class RewriteAttempt(_message.Message):
     reason: str
     def __init__(self, query: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
+class ConversationTurn(_message.Message):
+    __slots__ = ("role", "content")
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    role: str
+    content: str
+    def __init__(self, role: _Optional[str] = ..., content: _Optional[str] = ...) -> None: ...
+
 class ModelUsage(_message.Message):
     __slots__ = ("model", "calls", "prompt_tokens", "completion_tokens")
     MODEL_FIELD_NUMBER: _ClassVar[int]

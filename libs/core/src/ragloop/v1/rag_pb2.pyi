@@ -21,6 +21,7 @@ class LoopNode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     LOOP_NODE_GRADE: _ClassVar[LoopNode]
     LOOP_NODE_REWRITE: _ClassVar[LoopNode]
     LOOP_NODE_GENERATE: _ClassVar[LoopNode]
+    LOOP_NODE_CONTEXTUALIZE: _ClassVar[LoopNode]
 
 class NodeStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -41,6 +42,7 @@ LOOP_NODE_RETRIEVE: LoopNode
 LOOP_NODE_GRADE: LoopNode
 LOOP_NODE_REWRITE: LoopNode
 LOOP_NODE_GENERATE: LoopNode
+LOOP_NODE_CONTEXTUALIZE: LoopNode
 NODE_STATUS_UNSPECIFIED: NodeStatus
 NODE_STATUS_OK: NodeStatus
 NODE_STATUS_ERROR: NodeStatus
@@ -52,7 +54,7 @@ LOOP_OUTCOME_BUDGET_EXHAUSTED: LoopOutcome
 LOOP_OUTCOME_NO_NEW_DOCUMENTS: LoopOutcome
 
 class QueryRequest(_message.Message):
-    __slots__ = ("query", "top_k", "similarity_threshold", "relax_similarity", "similarity_thresholds", "max_rewrite_attempts", "grade_pass_threshold", "collection", "retrieval_mode", "filters", "tenant", "time_budget_s", "answer_instructions")
+    __slots__ = ("query", "top_k", "similarity_threshold", "relax_similarity", "similarity_thresholds", "max_rewrite_attempts", "grade_pass_threshold", "collection", "retrieval_mode", "filters", "tenant", "time_budget_s", "answer_instructions", "history")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
     SIMILARITY_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
@@ -66,6 +68,7 @@ class QueryRequest(_message.Message):
     TENANT_FIELD_NUMBER: _ClassVar[int]
     TIME_BUDGET_S_FIELD_NUMBER: _ClassVar[int]
     ANSWER_INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_FIELD_NUMBER: _ClassVar[int]
     query: str
     top_k: int
     similarity_threshold: float
@@ -79,7 +82,8 @@ class QueryRequest(_message.Message):
     tenant: str
     time_budget_s: float
     answer_instructions: str
-    def __init__(self, query: _Optional[str] = ..., top_k: _Optional[int] = ..., similarity_threshold: _Optional[float] = ..., relax_similarity: _Optional[bool] = ..., similarity_thresholds: _Optional[_Iterable[float]] = ..., max_rewrite_attempts: _Optional[int] = ..., grade_pass_threshold: _Optional[float] = ..., collection: _Optional[str] = ..., retrieval_mode: _Optional[_Union[_retriever_pb2.RetrievalMode, str]] = ..., filters: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., tenant: _Optional[str] = ..., time_budget_s: _Optional[float] = ..., answer_instructions: _Optional[str] = ...) -> None: ...
+    history: _containers.RepeatedCompositeFieldContainer[_common_pb2.ConversationTurn]
+    def __init__(self, query: _Optional[str] = ..., top_k: _Optional[int] = ..., similarity_threshold: _Optional[float] = ..., relax_similarity: _Optional[bool] = ..., similarity_thresholds: _Optional[_Iterable[float]] = ..., max_rewrite_attempts: _Optional[int] = ..., grade_pass_threshold: _Optional[float] = ..., collection: _Optional[str] = ..., retrieval_mode: _Optional[_Union[_retriever_pb2.RetrievalMode, str]] = ..., filters: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., tenant: _Optional[str] = ..., time_budget_s: _Optional[float] = ..., answer_instructions: _Optional[str] = ..., history: _Optional[_Iterable[_Union[_common_pb2.ConversationTurn, _Mapping]]] = ...) -> None: ...
 
 class QueryResponse(_message.Message):
     __slots__ = ("answer", "grounded", "citations", "removed_citations", "uncited_sentences", "hallucination_risk", "query", "rewrite_history", "retrieval", "grader_result", "workflow")
@@ -108,16 +112,18 @@ class QueryResponse(_message.Message):
     def __init__(self, answer: _Optional[str] = ..., grounded: _Optional[bool] = ..., citations: _Optional[_Iterable[_Union[_generator_pb2.Citation, _Mapping]]] = ..., removed_citations: _Optional[_Iterable[int]] = ..., uncited_sentences: _Optional[int] = ..., hallucination_risk: _Optional[float] = ..., query: _Optional[_Union[QuerySummary, _Mapping]] = ..., rewrite_history: _Optional[_Iterable[_Union[_common_pb2.RewriteAttempt, _Mapping]]] = ..., retrieval: _Optional[_Union[RetrievalSummary, _Mapping]] = ..., grader_result: _Optional[_Union[GradingSummary, _Mapping]] = ..., workflow: _Optional[_Union[Workflow, _Mapping]] = ...) -> None: ...
 
 class QuerySummary(_message.Message):
-    __slots__ = ("original", "final", "was_rewritten", "rewrite_count")
+    __slots__ = ("original", "final", "was_rewritten", "rewrite_count", "standalone")
     ORIGINAL_FIELD_NUMBER: _ClassVar[int]
     FINAL_FIELD_NUMBER: _ClassVar[int]
     WAS_REWRITTEN_FIELD_NUMBER: _ClassVar[int]
     REWRITE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    STANDALONE_FIELD_NUMBER: _ClassVar[int]
     original: str
     final: str
     was_rewritten: bool
     rewrite_count: int
-    def __init__(self, original: _Optional[str] = ..., final: _Optional[str] = ..., was_rewritten: _Optional[bool] = ..., rewrite_count: _Optional[int] = ...) -> None: ...
+    standalone: str
+    def __init__(self, original: _Optional[str] = ..., final: _Optional[str] = ..., was_rewritten: _Optional[bool] = ..., rewrite_count: _Optional[int] = ..., standalone: _Optional[str] = ...) -> None: ...
 
 class RetrievalSummary(_message.Message):
     __slots__ = ("total_documents", "filtered_documents", "documents")

@@ -30,3 +30,19 @@ class RewriteQueryResponse(_message.Message):
     keywords: _containers.RepeatedScalarFieldContainer[str]
     usage: _common_pb2.ModelUsage
     def __init__(self, rewritten_query: _Optional[str] = ..., reason: _Optional[str] = ..., keywords: _Optional[_Iterable[str]] = ..., usage: _Optional[_Union[_common_pb2.ModelUsage, _Mapping]] = ...) -> None: ...
+
+class StandaloneQueryRequest(_message.Message):
+    __slots__ = ("history", "question")
+    HISTORY_FIELD_NUMBER: _ClassVar[int]
+    QUESTION_FIELD_NUMBER: _ClassVar[int]
+    history: _containers.RepeatedCompositeFieldContainer[_common_pb2.ConversationTurn]
+    question: str
+    def __init__(self, history: _Optional[_Iterable[_Union[_common_pb2.ConversationTurn, _Mapping]]] = ..., question: _Optional[str] = ...) -> None: ...
+
+class StandaloneQueryResponse(_message.Message):
+    __slots__ = ("standalone_query", "usage")
+    STANDALONE_QUERY_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    standalone_query: str
+    usage: _common_pb2.ModelUsage
+    def __init__(self, standalone_query: _Optional[str] = ..., usage: _Optional[_Union[_common_pb2.ModelUsage, _Mapping]] = ...) -> None: ...

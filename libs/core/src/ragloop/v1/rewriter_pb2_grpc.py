@@ -40,6 +40,11 @@ class RewriterServiceStub:
                 request_serializer=ragloop_dot_v1_dot_rewriter__pb2.RewriteQueryRequest.SerializeToString,
                 response_deserializer=ragloop_dot_v1_dot_rewriter__pb2.RewriteQueryResponse.FromString,
                 _registered_method=True)
+        self.StandaloneQuery = channel.unary_unary(
+                '/ragloop.v1.RewriterService/StandaloneQuery',
+                request_serializer=ragloop_dot_v1_dot_rewriter__pb2.StandaloneQueryRequest.SerializeToString,
+                response_deserializer=ragloop_dot_v1_dot_rewriter__pb2.StandaloneQueryResponse.FromString,
+                _registered_method=True)
 
 
 class RewriterServiceServicer:
@@ -53,6 +58,14 @@ class RewriterServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def StandaloneQuery(self, request, context):
+        """Rewrites a conversation's follow-up question into a question that stands alone: the things
+        it refers to ("it", "the other one") named as the earlier turns name them. One model call.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RewriterServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -60,6 +73,11 @@ def add_RewriterServiceServicer_to_server(servicer, server):
                     servicer.RewriteQuery,
                     request_deserializer=ragloop_dot_v1_dot_rewriter__pb2.RewriteQueryRequest.FromString,
                     response_serializer=ragloop_dot_v1_dot_rewriter__pb2.RewriteQueryResponse.SerializeToString,
+            ),
+            'StandaloneQuery': grpc.unary_unary_rpc_method_handler(
+                    servicer.StandaloneQuery,
+                    request_deserializer=ragloop_dot_v1_dot_rewriter__pb2.StandaloneQueryRequest.FromString,
+                    response_serializer=ragloop_dot_v1_dot_rewriter__pb2.StandaloneQueryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -90,6 +108,33 @@ class RewriterService:
             '/ragloop.v1.RewriterService/RewriteQuery',
             ragloop_dot_v1_dot_rewriter__pb2.RewriteQueryRequest.SerializeToString,
             ragloop_dot_v1_dot_rewriter__pb2.RewriteQueryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StandaloneQuery(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ragloop.v1.RewriterService/StandaloneQuery',
+            ragloop_dot_v1_dot_rewriter__pb2.StandaloneQueryRequest.SerializeToString,
+            ragloop_dot_v1_dot_rewriter__pb2.StandaloneQueryResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from ragloop.core.domain import GradedDocument, RewriteAttempt
+from ragloop.core.domain import GradedDocument, RewriteAttempt, Turn
 from ragloop.core.models import ChatMessage
 
 PROMPT_VERSION = "rewrite-v6"
@@ -125,3 +126,85 @@ def retry_messages(
     lines += [f"- {q}" for q in tried]
     lines.append("Write a search query different from all of these.")
     return [_system(reasoning), ChatMessage("user", "\n".join(lines))]
+
+
+# --- a follow-up question made standalone (StandaloneQuery) -----------------------------------
+
+# standalone-v2: three worked examples (a pronoun, an elliptical "And X?", "the second one");
+# standalone-v1, instructions alone, kept 6 of the 8 dev items: it left "And Java?" as it was,
+# did not resolve "the other one" and once answered the question instead.
+STANDALONE_PROMPT_VERSION = "standalone-v2"
+# Only the end of a conversation names what a follow-up refers to; each turn is cut to its start
+# (an answer names its subject first), which keeps the prompt small for a local model.
+HISTORY_TURNS_SHOWN = 6
+TURN_CHARS_SHOWN = 400
+
+STANDALONE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"standalone_query": _QUERY_PROPERTY},
+    "required": ["standalone_query"],
+    "additionalProperties": False,
+}
+STANDALONE_SYSTEM = (
+    "Rewrite the user's follow-up question so that it can be understood without the "
+    "conversation: replace every pronoun or vague reference (it, he, she, they, there, that, the "
+    "first one, the other one) with the name it refers to in the conversation, and complete a "
+    "question that only makes sense with the one before it. Keep its meaning and its language; "
+    "never answer it: reply with a question. If it already stands alone, repeat it unchanged.\n"
+    'Reply with one line of JSON: {"standalone_query": "..."}'
+)
+
+
+# Worked examples, on topics none of the benchmark's follow-ups touch: (history, follow-up,
+# standalone question).
+STANDALONE_EXAMPLES: tuple[tuple[tuple[Turn, ...], str, str], ...] = (
+    (
+        (
+            Turn("user", "Who wrote Hamlet?"),
+            Turn("assistant", "William Shakespeare wrote Hamlet around 1600."),
+        ),
+        "When did he die?",
+        "When did William Shakespeare die?",
+    ),
+    (
+        (
+            Turn("user", "What is the population of France?"),
+            Turn("assistant", "About 68 million people live in France."),
+        ),
+        "And Germany?",
+        "What is the population of Germany?",
+    ),
+    (
+        (
+            Turn("user", "Which two metals make bronze?"),
+            Turn("assistant", "Bronze is mostly copper, with tin."),
+        ),
+        "Where is the second one mined?",
+        "Where is tin mined?",
+    ),
+)
+
+
+def standalone_messages(history: list[Turn], question: str) -> list[ChatMessage]:
+    """The worked examples, then the conversation's last turns (each cut to its start) and the
+    follow-up question."""
+    messages = [ChatMessage("system", STANDALONE_SYSTEM)]
+    for example_history, follow_up, standalone in STANDALONE_EXAMPLES:
+        messages.append(ChatMessage("user", _conversation(list(example_history), follow_up)))
+        messages.append(ChatMessage("assistant", json.dumps({"standalone_query": standalone})))
+    messages.append(ChatMessage("user", _conversation(history, question)))
+    return messages
+
+
+def _conversation(history: list[Turn], question: str) -> str:
+    lines = ["Conversation:"]
+    for turn in history[-HISTORY_TURNS_SHOWN:]:
+        speaker = "User" if turn.role == "user" else "Assistant"
+        lines.append(f"{speaker}: {_cut(turn.content, TURN_CHARS_SHOWN)}")
+    lines.append(f"Follow-up question: {question}")
+    return "\n".join(lines)
+
+
+def _cut(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"

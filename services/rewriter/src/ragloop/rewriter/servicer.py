@@ -25,3 +25,12 @@ class RewriterServicer(rewriter_pb2_grpc.RewriterServiceServicer):
             [convert.attempt_from_proto(a) for a in request.history],
         )
         return convert.rewrite_to_proto(rewrite)
+
+    @maps_errors
+    async def StandaloneQuery(
+        self, request: rewriter_pb2.StandaloneQueryRequest, context: grpc.aio.ServicerContext
+    ) -> rewriter_pb2.StandaloneQueryResponse:
+        standalone = await self._stage.standalone(
+            [convert.turn_from_proto(t) for t in request.history], request.question
+        )
+        return convert.standalone_to_proto(standalone)

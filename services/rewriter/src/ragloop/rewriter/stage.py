@@ -4,16 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragloop.core.domain import GradedDocument, ModelUsage, Rewrite, RewriteAttempt
+from ragloop.core.domain import (
+    GradedDocument,
+    ModelUsage,
+    Rewrite,
+    RewriteAttempt,
+    StandaloneQuery,
+    Turn,
+)
+from ragloop.core.errors import InvalidInput
 from ragloop.core.models import ChatMessage, ChatModel
 from ragloop.core.models.structured import complete_structured
 from ragloop.core.text import normalize_query
-from ragloop.core.validation import required_text
+from ragloop.core.validation import MAX_QUERY_CHARS, history_turns, required_text
 from ragloop.rewriter.prompts import (
     MAX_KEYWORDS,
+    STANDALONE_SCHEMA,
     retry_messages,
     rewrite_messages,
     rewrite_schema,
+    standalone_messages,
     tried_queries,
 )
 
@@ -25,6 +35,17 @@ def parse_rewrite(data: dict[str, Any]) -> Rewrite:
     keywords = [str(k).strip() for k in data.get("keywords", []) if str(k).strip()]
     reason = str(data.get("reason", "")).strip()
     return Rewrite(query=query, reason=reason, keywords=keywords[:MAX_KEYWORDS])
+
+
+def parse_standalone(data: dict[str, Any]) -> str:
+    query = " ".join(str(data["standalone_query"]).split())
+    if not query:
+        raise ValueError("standalone_query is empty")
+    # A provider that ignores the schema's maxLength may ramble; the loop's stages take at most
+    # MAX_QUERY_CHARS of question.
+    if len(query) > MAX_QUERY_CHARS:
+        raise ValueError(f"standalone_query is longer than {MAX_QUERY_CHARS} characters")
+    return query
 
 
 class ModelRewriter:
@@ -68,3 +89,22 @@ class ModelRewriter:
                 return Rewrite(reply.value.query, reply.value.reason, reply.value.keywords, usage)
             messages = retry_messages(original_query, tried_in_order, reasoning=self._reasoning)
         return Rewrite(reply.value.query, reply.value.reason, reply.value.keywords, usage)
+
+    async def standalone(self, history: list[Turn], question: str) -> StandaloneQuery:
+        """``question``, a follow-up in the conversation ``history`` (oldest first), rewritten to
+        stand alone: one model call (two when its reply must be repaired). A reply that cannot
+        be used leaves the question as asked."""
+        question = required_text(question, "question")
+        if not history:
+            raise InvalidInput(
+                "history must hold at least one turn (a first question stands alone)"
+            )
+        history_turns([(turn.role, turn.content) for turn in history])
+        reply = await complete_structured(
+            self._model,
+            standalone_messages(history, question),
+            schema=STANDALONE_SCHEMA,
+            parse=parse_standalone,
+            max_tokens=120,
+        )
+        return StandaloneQuery(reply.value or question, reply.usage)

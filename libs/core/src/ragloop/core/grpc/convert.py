@@ -24,6 +24,8 @@ from ragloop.core.domain import (
     Rewrite,
     RewriteAttempt,
     SourceDocument,
+    StandaloneQuery,
+    Turn,
 )
 from ragloop.core.errors import InvalidInput
 from ragloop.core.names import RetrievalMode
@@ -287,6 +289,24 @@ def attempt_to_proto(attempt: RewriteAttempt) -> common_pb2.RewriteAttempt:
 
 def attempt_from_proto(message: common_pb2.RewriteAttempt) -> RewriteAttempt:
     return RewriteAttempt(query=message.query, reason=message.reason)
+
+
+def turn_to_proto(turn: Turn) -> common_pb2.ConversationTurn:
+    return common_pb2.ConversationTurn(role=turn.role, content=turn.content)
+
+
+def turn_from_proto(message: common_pb2.ConversationTurn) -> Turn:
+    return Turn(role=message.role, content=message.content)
+
+
+def standalone_to_proto(standalone: StandaloneQuery) -> rewriter_pb2.StandaloneQueryResponse:
+    return rewriter_pb2.StandaloneQueryResponse(
+        standalone_query=standalone.query, usage=usage_to_proto(standalone.usage)
+    )
+
+
+def standalone_from_proto(message: rewriter_pb2.StandaloneQueryResponse) -> StandaloneQuery:
+    return StandaloneQuery(query=message.standalone_query, usage=usage_from_proto(message.usage))
 
 
 def rewrite_to_proto(rewrite: Rewrite) -> rewriter_pb2.RewriteQueryResponse:

@@ -6,6 +6,9 @@ request's time budget, and falling back to the best passed documents of any roun
 passed but whose passages the generator could not answer from (no cited answer) is rewritten too,
 while attempts remain, aiming at what those passages miss; the passages that passed stay.
 
+A follow-up question with history is first made standalone (contextualize, round 0): every
+later node sees that question, and the response shows it beside the one asked.
+
 Knows nothing of gRPC or HTTP: every stage call runs under ``context.deadline`` (which the gRPC
 clients turn into call deadlines) and ``asyncio.wait_for`` (which bounds in-process stages), in a
 span of its node and round when tracing is on, inside the span of the whole run.
@@ -16,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import aclosing
+from contextlib import aclosing, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -33,6 +36,8 @@ from ragloop.core.domain import (
     RetrievalResult,
     Rewrite,
     RewriteAttempt,
+    StandaloneQuery,
+    Turn,
 )
 from ragloop.core.errors import (
     ConfigurationError,
@@ -160,7 +165,8 @@ class Trace:
 
 @dataclass(frozen=True)
 class LoopResult:
-    original_query: str
+    original_query: str  # as asked
+    standalone_query: str  # what the loop answered: with history, the question made standalone
     final_query: str
     answer: Answer
     generation_documents: list[Document]
@@ -228,11 +234,18 @@ class CorrectiveLoop:
         init_loop_series()
 
     async def run(
-        self, query: str, policy: LoopPolicy, *, on_event: EventSink | None = None
+        self,
+        query: str,
+        policy: LoopPolicy,
+        *,
+        history: list[Turn] | None = None,
+        on_event: EventSink | None = None,
     ) -> LoopResult:
-        """Answer ``query``. With ``on_event``, tell it every node's start and end and, from a
-        generator that can stream, the answer's text as it is written."""
-        run = _Run(self, query, policy, on_event)
+        """Answer ``query``; with ``history`` (the conversation before it, oldest first), answer
+        it as the standalone question the rewriter makes of it. With ``on_event``, tell it every
+        node's start and end and, from a generator that can stream, the answer's text as it is
+        written."""
+        run = _Run(self, query, policy, on_event, history or [])
         with tracing.span("corrective_loop", attributes=_loop_attributes()) as span:
             try:
                 result = await run.execute()
@@ -271,10 +284,19 @@ class _Run:
     """State of one request through the loop."""
 
     def __init__(
-        self, loop: CorrectiveLoop, query: str, policy: LoopPolicy, on_event: EventSink | None
+        self,
+        loop: CorrectiveLoop,
+        query: str,
+        policy: LoopPolicy,
+        on_event: EventSink | None,
+        history: list[Turn],
     ) -> None:
         self.stages = loop
-        self.original = query.strip()
+        self.asked = query.strip()  # the question as asked
+        self.history = history
+        # The question graded, rewritten and answered: the asked one, or with history the
+        # standalone question made of it (``_contextualize``).
+        self.original = self.asked
         self.current = self.original  # the query searched (or about to be)
         self.round_number = 0  # of the round started last
         self.policy = policy
@@ -288,6 +310,10 @@ class _Run:
     async def execute(self) -> LoopResult:
         if not self.original:
             raise InvalidInput("query must not be empty")
+        if self.history:
+            # Out of time: the rounds meet the spent budget too, and answer that they ran out.
+            with suppress(BudgetSpent):
+                await self._contextualize()
         outcome, documents = await self._search()
         outcome, answer = await self._answer(outcome, documents)
         self.trace.usage = self.trace.usage + answer.usage
@@ -304,7 +330,8 @@ class _Run:
             outcome, answer = await self._answer(outcome, documents)
             self.trace.usage = self.trace.usage + answer.usage
         return LoopResult(
-            original_query=self.original,
+            original_query=self.asked,
+            standalone_query=self.original,
             final_query=self.current,
             answer=answer,
             generation_documents=self.handed,
@@ -312,6 +339,22 @@ class _Run:
             trace=self.trace,
             total_duration_ms=self.budget.elapsed_ms(),
         )
+
+    async def _contextualize(self) -> None:
+        """Make the follow-up question standalone from the history (round 0, before the first
+        retrieval): retrieval, grading, rewriting and the answer use that question."""
+        question = self.asked
+        standalone: StandaloneQuery = await self._node(
+            LoopNode.CONTEXTUALIZE,
+            question,
+            lambda: self.stages.rewriter.standalone(self.history, question),
+            lambda c: events.contextualize_details(question, c, len(self.history)),
+            lambda c: events.contextualize_details(question, c, len(self.history)),
+            deadline=self.budget.rounds_deadline,
+        )
+        self.trace.usage = self.trace.usage + standalone.usage
+        self.original = self.current = standalone.query.strip() or question
+        self.tried = {normalize_query(self.original)}
 
     async def _search(self) -> tuple[Outcome, list[Document]]:
         """Rounds until one passes or the rewrites, the new queries or the time run out; then

@@ -14,6 +14,7 @@ from ragloop.core.domain import (
     ModelUsage,
     RetrievalResult,
     Rewrite,
+    StandaloneQuery,
 )
 from ragloop.core.names import LoopNode
 
@@ -22,7 +23,7 @@ from ragloop.core.names import LoopNode
 class NodeStarted:
     kind: ClassVar[str] = "node_started"
     node: LoopNode
-    round: int  # the retrieval round, from 1 (as in the response's node_executions)
+    round: int  # the retrieval round, from 1 (0: contextualize, before the first round)
     query: str  # what the stage is given: the searched query, or the question
 
 
@@ -89,6 +90,15 @@ def grade_details(grading: GradingResult, pass_threshold: float) -> dict[str, An
 
 def rewrite_details(rewrite: Rewrite) -> dict[str, Any]:
     return {"query": rewrite.query, "reason": rewrite.reason, "usage": usage_details(rewrite.usage)}
+
+
+def contextualize_details(question: str, standalone: StandaloneQuery, turns: int) -> dict[str, Any]:
+    return {
+        "question": question,
+        "standalone": standalone.query,
+        "turns": turns,
+        "usage": usage_details(standalone.usage),
+    }
 
 
 def generate_details(answer: Answer, documents: list[Document]) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """The OpenAI-compatible API in ragloop's terms, both ways, without I/O: a model name to a
-collection, a chat request to a ``QueryRequest`` (the last user message is the question, system
-messages the answer instructions), the loop's result to a ``chat.completion``, and the loop's
+collection, a chat request to a ``QueryRequest`` (the last user message is the question, the
+earlier user and assistant messages its history, system messages the answer instructions), the
+loop's result to a ``chat.completion``, and the loop's
 events to ``chat.completion.chunk`` events.
 
 A stream's content is the answer once it is final. The loop's text can restart — the support
@@ -45,12 +46,14 @@ from ragloop.orchestrator.rest.sse import encode, event_data
 DEFAULT_MODEL = "ragloop"  # the retriever's default collection
 MODEL_PREFIX = "ragloop/"  # ragloop/<collection>
 INSTRUCTION_ROLES = ("system", "developer")
+CONVERSATION_ROLES = ("user", "assistant")
 DONE = b"data: [DONE]\n\n"
 INVALID = "invalid_request"
 # Where a QueryRequest field a chat request fills from its messages came from.
 FROM_MESSAGES = {
     "query": "the last user message",
     "answer_instructions": "the system message (ragloop's answer instructions)",
+    "history": "the earlier user and assistant messages (the conversation's history)",
 }
 
 
@@ -114,6 +117,17 @@ def question_of(messages: list[ChatMessage]) -> tuple[str, str]:
     return question, instructions
 
 
+def history_of(messages: list[ChatMessage]) -> list[dict[str, str]]:
+    """The user and assistant messages before the last (the question), oldest first, as the
+    history of ``QueryRequest``; system messages are instructions, and turns without text (an
+    assistant's tool call) say nothing a follow-up could refer to."""
+    return [
+        {"role": m.role, "content": text}
+        for m in messages[:-1]
+        if m.role in CONVERSATION_ROLES and (text := m.text.strip())
+    ]
+
+
 def query_of(request: ChatCompletionRequest, collection: str | None) -> QueryRequest:
     """The query ``request`` asks: its question and instructions, its ``ragloop`` options and
     ``collection``, the one its model names (None: the model names none)."""
@@ -137,6 +151,8 @@ def query_of(request: ChatCompletionRequest, collection: str | None) -> QueryReq
         )
     fields: dict[str, Any] = options.model_dump(exclude_unset=True, exclude={"progress"})
     fields["query"] = question
+    if history := history_of(request.messages):
+        fields["history"] = history
     if collection is not None:
         fields["collection"] = collection
     if instructions:

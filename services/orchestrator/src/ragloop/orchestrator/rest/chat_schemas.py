@@ -9,7 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragloop.orchestrator.rest.schemas import QueryOptions
 
-# Earlier turns are not used yet; the bound keeps a long chat within what a request may carry.
+# Messages of one request, system messages included; the earlier user and assistant messages are
+# the history, whose own limits (ragloop.core.validation) apply too.
 MAX_CHAT_MESSAGES = 256
 
 

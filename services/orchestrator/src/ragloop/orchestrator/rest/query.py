@@ -121,7 +121,7 @@ async def run_query(
     """Run ``body`` through the loop with its policy and log how it ended (REST and gRPC)."""
     policy = resolve_policy(body, settings)
     try:
-        result = await loop.run(body.query, policy, on_event=on_event)
+        result = await loop.run(body.query, policy, history=body.turns(), on_event=on_event)
     except StageFailure as exc:
         log.warning(
             "query failed", extra={"stage": exc.stage, "kind": exc.kind, "error": exc.message}

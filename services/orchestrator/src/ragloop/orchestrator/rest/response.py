@@ -43,6 +43,7 @@ def build_query_response(result: LoopResult) -> QueryResponse:
         hallucination_risk=round(result.answer.hallucination_risk, 4),
         query=QuerySummary(
             original=result.original_query,
+            standalone=result.standalone_query,
             final=result.final_query,
             was_rewritten=bool(history),
             rewrite_count=len(history),

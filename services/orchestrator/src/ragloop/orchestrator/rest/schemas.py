@@ -7,13 +7,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from ragloop.core.domain import Turn
 from ragloop.core.filters import parse_filters
 from ragloop.core.names import LoopNode, Outcome, RetrievalMode
 from ragloop.core.validation import (
     COLLECTION_PATTERN,
     MAX_ANSWER_INSTRUCTIONS_CHARS,
+    MAX_HISTORY_CHARS,
+    MAX_HISTORY_TURN_CHARS,
+    MAX_HISTORY_TURNS,
     MAX_QUERY_CHARS,
     TENANT_PATTERN,
+    history_turns,
     json_data,
     unicode_text,
 )
@@ -109,10 +114,45 @@ class QueryOptions(overrides_of(RequestPolicy)):  # type: ignore[misc]
         return self
 
 
+class TurnIn(BaseModel):
+    """One earlier turn of the conversation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["user", "assistant"] = Field(description="Who said it.")
+    content: str = Field(
+        ...,
+        min_length=1,
+        max_length=MAX_HISTORY_TURN_CHARS,
+        description=f"What was said (1 to {MAX_HISTORY_TURN_CHARS} characters).",
+    )
+
+
 class QueryRequest(QueryOptions):
     """A question, and what it chooses of the loop's policy."""
 
     query: str = Field(..., min_length=1, max_length=MAX_QUERY_CHARS, description="The question.")
+    history: list[TurnIn] = Field(
+        default_factory=list,
+        max_length=MAX_HISTORY_TURNS,
+        description="The conversation before this question, oldest first, for a follow-up "
+        'question ("and when was it founded?"): the question is first rewritten into one that '
+        "stands alone (the `contextualize` node), which retrieval, grading, rewriting and the "
+        f"answer use. At most {MAX_HISTORY_TURNS} turns of at most {MAX_HISTORY_TURN_CHARS} "
+        f"characters each, {MAX_HISTORY_CHARS} together. Omitted or empty: the question stands "
+        "alone.",
+    )
+
+    @field_validator("history")
+    @classmethod
+    def _bounded_history(cls, value: list[TurnIn]) -> list[TurnIn]:
+        # InvalidInput (a ValueError) naming the limit: a 422, INVALID_ARGUMENT over gRPC.
+        history_turns([(turn.role, turn.content) for turn in value])
+        return value
+
+    def turns(self) -> list[Turn]:
+        """The history as the loop takes it."""
+        return [Turn(turn.role, turn.content.strip()) for turn in self.history]
 
 
 class CitationOut(BaseModel):
@@ -123,8 +163,12 @@ class CitationOut(BaseModel):
 
 
 class QuerySummary(BaseModel):
-    original: str
-    final: str
+    original: str = Field(description="The question as asked.")
+    standalone: str = Field(
+        description="The question the loop answered: with `history`, the question rewritten "
+        "to stand alone; without, the question as asked."
+    )
+    final: str = Field(description="The query of the last round.")
     was_rewritten: bool
     rewrite_count: int
 

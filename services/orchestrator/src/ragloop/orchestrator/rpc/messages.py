@@ -49,6 +49,7 @@ def query_request_from_proto(message: rag_pb2.QueryRequest) -> QueryRequest:
         "retrieval_mode": mode or None,
         "tenant": message.tenant or None,
         "similarity_thresholds": list(message.similarity_thresholds) or None,
+        "history": [{"role": t.role, "content": t.content} for t in message.history],
     }
     fields |= {name: getattr(message, name) for name in _OPTIONAL_FIELDS if message.HasField(name)}
     if message.HasField("filters"):

@@ -35,7 +35,9 @@ from ragloop.core.domain import (
     Rewrite,
     RewriteAttempt,
     SourceDocument,
+    StandaloneQuery,
     StreamedDocument,
+    Turn,
 )
 from ragloop.core.errors import DependencyUnavailable
 from ragloop.core.grpc import convert
@@ -364,6 +366,13 @@ class RemoteRewriter(RemoteStage):
             history=[convert.attempt_to_proto(a) for a in history],
         )
         return convert.rewrite_from_proto(await self._call(self._stub.RewriteQuery, request))
+
+    async def standalone(self, history: list[Turn], question: str) -> StandaloneQuery:
+        request = rewriter_pb2.StandaloneQueryRequest(
+            history=[convert.turn_to_proto(t) for t in history], question=question
+        )
+        reply = await self._call(self._stub.StandaloneQuery, request)
+        return convert.standalone_from_proto(reply)
 
 
 class RemoteGenerator(RemoteStage):

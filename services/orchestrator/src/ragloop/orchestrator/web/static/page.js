@@ -9,7 +9,11 @@ const NODE_ACTIVITY = {
   grade: "Grading passages",
   rewrite: "Rewriting the query",
   generate: "Writing the answer",
+  contextualize: "Reading the conversation",
 };
+// Earlier turns sent with a follow-up question: the server's limit is 50; the rewriter reads
+// only the last few, so a long thread sends its end.
+const HISTORY_TURNS_SENT = 10;
 
 // ---------------------------------------------------------------------------------------------
 // Server-sent events over fetch (EventSource cannot POST).
@@ -147,6 +151,7 @@ class RunView {
     this.answerText = "";
     this.citations = new Map(); // citation number → citation
     this.requestId = ""; // the server's X-Request-ID, to find this run in its logs
+    this.response = null; // the done event's body, once it arrived
     this.reset();
   }
 
@@ -245,6 +250,8 @@ class RunView {
         )}%)`;
       case "rewrite":
         return details.query ? `→ ${quoted(details.query)}` : "";
+      case "contextualize":
+        return details.standalone ? `→ ${quoted(details.standalone)}` : "";
       case "generate": {
         if (typeof details.citations !== "number") return "";
         const citations = plural(details.citations, "citation");
@@ -267,6 +274,7 @@ class RunView {
   }
 
   done(response) {
+    this.response = response;
     this.showPath(response.workflow?.decision_path || this.path, response.workflow);
     if (Array.isArray(response.rewrite_history)) {
       this.dom.rewrites.replaceChildren();
@@ -287,7 +295,9 @@ class RunView {
   round(number, query) {
     let row = this.rounds.get(number);
     if (row) return row;
-    const label = `Round ${this.rounds.size + 1}`;
+    // Round 0 is the follow-up question made standalone, before the first round.
+    const numbered = [...this.rounds.keys()].filter((n) => n > 0).length;
+    const label = number === 0 ? "Follow-up question" : `Round ${numbered + 1}`;
     const item = element("li", "round");
     const heading = element("h3", null, label);
     if (query) heading.append(": ", element("q", null, query));
@@ -476,8 +486,9 @@ function markQuote(target, text, quote) {
 // ---------------------------------------------------------------------------------------------
 // The form.
 
-function requestBody(form) {
+function requestBody(form, thread) {
   const body = { query: form.question.value.trim() };
+  if (thread.length) body.history = thread.slice(-HISTORY_TURNS_SENT);
   const collection = form.collection.value.trim();
   if (collection) body.collection = collection;
   for (const [input, name] of [
@@ -490,6 +501,14 @@ function requestBody(form) {
   const instructions = form.instructions.value.trim();
   if (instructions) body.answer_instructions = instructions;
   return body;
+}
+
+/** The conversation so far: each question asked and its answer, oldest first. */
+function showThread(dom, thread) {
+  dom.thread.replaceChildren(
+    ...thread.map(({ role, content }) => element("li", `turn ${role}`, content)),
+  );
+  dom.threadSection.hidden = thread.length === 0;
 }
 
 async function httpError(response) {
@@ -570,8 +589,17 @@ function init() {
     passagesSection: byId("passages-section"),
     passages: byId("passages"),
     documentTemplate: byId("document-template"),
+    threadSection: byId("thread-section"),
+    thread: byId("thread"),
   };
   let running = null;
+  // The conversation this page keeps (the server keeps none): a question and its answer join it
+  // once answered, and go with the next question as its history.
+  const thread = [];
+  byId("new-thread").addEventListener("click", () => {
+    thread.length = 0;
+    showThread(dom, thread);
+  });
 
   form.apiKey.value = readStoredKey();
   form.apiKey.addEventListener("input", () => storeKey(form.apiKey.value.trim()));
@@ -586,7 +614,7 @@ function init() {
 
   form.element.addEventListener("submit", async (event) => {
     event.preventDefault();
-    const body = requestBody(form);
+    const body = requestBody(form, thread);
     if (!body.query) {
       new RunView(dom).showError("Type a question first.");
       form.question.focus();
@@ -601,6 +629,10 @@ function init() {
     form.stop.disabled = false;
     try {
       await ask(view, body, form.apiKey.value.trim(), controller.signal);
+      if (view.response?.answer) {
+        thread.push({ role: "user", content: body.query }, { role: "assistant", content: view.response.answer });
+        showThread(dom, thread);
+      }
     } catch (error) {
       if (!controller.signal.aborted) throw error;
       view.settle();
