@@ -54,12 +54,12 @@ class RetrieverSettings(ModelProviderSettings):
         150, ge=0, description="Length in `chunk_unit` shared by neighbouring chunks."
     )
     passage_window_chunks: int = Field(
-        1,
+        0,
         ge=0,
         le=MAX_WINDOW_CHUNKS,
         description="Neighbouring chunks of the same source joined to each found passage on "
         "each side, for the generator only (grading reads the passage alone): "
-        f"0-{MAX_WINDOW_CHUNKS}, 0 = none.",
+        f"0-{MAX_WINDOW_CHUNKS}, 0 = none (the default: decision 0011).",
     )
     retrieval_mode: RetrievalMode = Field(
         RetrievalMode.HYBRID,
