@@ -38,14 +38,13 @@ def generation_context(documents: list[Document], budget_tokens: int) -> list[Do
     for document in documents:
         if any(_holds(earlier, document) for earlier in chosen):
             continue
-        for text in (document.window, document.text):
-            cost = estimated_tokens(text)
-            if text and (spent + cost <= budget_tokens or (not chosen and text == document.text)):
-                chosen.append(replace(document, text=text, window=""))
-                spent += cost
-                break
-        else:
+        window_fits = spent + estimated_tokens(document.window) <= budget_tokens
+        text = document.window if document.window and window_fits else document.text
+        cost = estimated_tokens(text)
+        if chosen and spent + cost > budget_tokens:
             break
+        chosen.append(replace(document, text=text, window=""))
+        spent += cost
     return chosen
 
 
