@@ -8,7 +8,8 @@ import math
 
 import pytest
 
-from ragloop.generator.leads import chosen_lead, required_lead, with_lead
+from ragloop.core.leads import required_lead
+from ragloop.generator.leads import chosen_lead, with_lead
 from ragloop.generator.prompts import ANSWER_SCHEMA, answer_schema
 from ragloop.generator.stage import ModelGenerator
 from tests.unit.fakes import ScriptedChatModel, doc
@@ -98,6 +99,18 @@ async def test_a_scored_call_chooses_the_lead_before_the_answer_is_written() -> 
     assert f"Instructions for the answer: {DECIDE}\n" in answer_call.text
     assert answer_call.json_schema == ANSWER_SCHEMA  # the lead is chosen already
     assert answer.usage.calls == 2  # the scored call is part of the answer's cost
+
+
+async def test_the_lead_is_weighed_from_the_first_passage_only() -> None:
+    model = ScriptedChatModel(
+        ["Yes", answer_reply("It works.")], token_logprobs=[logprobs(yes=0.9, no=0.1)]
+    )
+    await ModelGenerator(model).generate(
+        "Does it work?", [doc("best", "Trial A worked."), doc("other", "Trial B failed.")], DECIDE
+    )
+    lead_call, answer_call = model.calls
+    assert "Trial A worked." in lead_call.text and "Trial B failed." not in lead_call.text
+    assert "Trial B failed." in answer_call.text  # the answer is written from every passage
 
 
 async def test_without_log_probabilities_the_sampled_word_is_the_lead() -> None:

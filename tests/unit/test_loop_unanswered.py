@@ -177,3 +177,50 @@ async def test_single_shot_below_the_floor_refuses_honestly() -> None:
 
     assert generator.calls == [[]] and result.answer.text == REFUSAL
     assert result.generation_documents == []  # the generator was given nothing
+
+
+DECIDE = "Begin your answer with yes, no or maybe."
+
+
+async def test_a_decision_asked_for_is_weighed_from_passages_below_the_floor() -> None:
+    generator = AnswersWhenGiven("engine")
+    retriever, rewriter = stages(generator)
+    grader = DictGrader({"engine": (True, 0.55), "noise": FAIL})
+
+    result = await CorrectiveLoop(LoopStages(retriever, grader, rewriter, generator)).run(
+        QUESTION, policy(answer_min_confidence=0.6, answer_instructions=DECIDE)
+    )
+
+    assert generator.calls == [["engine"]] and result.answer.grounded
+    assert result.generation_documents[0].id == "engine"
+
+
+async def test_a_decision_asked_for_is_weighed_from_the_most_similar_when_none_passed() -> None:
+    generator = AnswersWhenGiven("engine")
+    retriever = ScriptedRetriever(
+        {
+            QUESTION: [doc("noise", score=0.4), doc("engine", score=0.8)],
+            "q2": [doc("far", score=0.1)],
+        }
+    )
+    grader = DictGrader({"engine": FAIL, "noise": FAIL, "far": FAIL})
+
+    result = await CorrectiveLoop(
+        LoopStages(retriever, grader, ScriptedRewriter(["q2"]), generator)
+    ).run(QUESTION, policy(max_rewrite_attempts=1, answer_instructions=DECIDE))
+
+    assert result.outcome is Outcome.MAX_ATTEMPTS
+    assert generator.calls == [["engine", "noise", "far"]]
+    assert result.answer.grounded
+
+
+async def test_without_a_decision_nothing_passed_is_refused_without_the_generator() -> None:
+    generator = AnswersWhenGiven("engine")
+    retriever, rewriter = stages(generator)
+    grader = DictGrader({"engine": FAIL, "noise": FAIL, "founder": FAIL})
+
+    result = await CorrectiveLoop(LoopStages(retriever, grader, rewriter, generator)).run(
+        QUESTION, policy(max_rewrite_attempts=1, answer_instructions="Answer in French.")
+    )
+
+    assert generator.calls == [[]] and result.answer.text == REFUSAL

@@ -95,8 +95,9 @@ class Generator(Protocol):
     async def generate(
         self, question: str, documents: list[Document], instructions: str = ""
     ) -> Answer:
-        """``instructions``: how the user wants the answer written (e.g. "Answer in French."),
-        "" for none; they never override answering from ``documents`` with citations."""
+        """``documents``: most relevant first. ``instructions``: how the user wants the answer
+        written (e.g. "Answer in French."), "" for none; they never override answering from
+        ``documents`` with citations."""
         ...
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from ragloop.core.domain import Answer, AnswerDelta, Document, ModelUsage
+from ragloop.core.leads import required_lead
 from ragloop.core.models import ChatMessage, ChatModel, ChatReply
 from ragloop.core.models.chat import call_usage
 from ragloop.core.models.choice import word_probabilities
@@ -36,7 +37,6 @@ from ragloop.generator.leads import (
     NO,
     YES,
     chosen_lead,
-    required_lead,
 )
 from ragloop.generator.prompts import (
     NO_ANSWER,
@@ -210,11 +210,13 @@ class ModelGenerator:
 
     async def _lead(self, question: str, documents: list[Document], instructions: str) -> _Lead:
         """The answer's first word, where the instructions ask for one of a few: the model's
-        probability of each, read by one scored call (leads.chosen_lead)."""
+        probability of each, read by one scored call (leads.chosen_lead) over the first (most
+        relevant) passage only: the threshold was calibrated so, and other passages' abstracts
+        lowered P(yes) below it (decision 0012)."""
         choices = required_lead(instructions)
         if not choices:
             return _NO_LEAD
-        reply = await self._model.next_token(lead_messages(question, documents, choices))
+        reply = await self._model.next_token(lead_messages(question, documents[:1], choices))
         usage = call_usage(self._model.name, reply)
         probabilities = word_probabilities(reply, choices)
         if probabilities is None:

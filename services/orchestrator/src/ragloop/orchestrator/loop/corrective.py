@@ -46,6 +46,7 @@ from ragloop.core.errors import (
     InvalidInput,
     NotFound,
 )
+from ragloop.core.leads import required_lead
 from ragloop.core.metrics import init_loop_series, observe_loop
 from ragloop.core.names import LoopNode, Outcome
 from ragloop.core.stages import LoopStages
@@ -62,6 +63,7 @@ from ragloop.orchestrator.loop.events import (
 from ragloop.orchestrator.loop.generation_context import (
     best_passed_documents,
     generation_context,
+    most_similar_documents,
 )
 from ragloop.orchestrator.loop.request_policy import REQUEST_DEFAULTS
 from ragloop.orchestrator.loop.thresholds import threshold_of_round
@@ -306,6 +308,9 @@ class _Run:
         self.answer_text_sent = False  # some token event went out
         self.tried = {normalize_query(self.original)}  # every query searched, normalized
         self.handed: list[Document] = []  # the passages the last answer was written from
+        # The instructions ask for a decision (yes, no, …): it is given from the passages found
+        # even where the loop would otherwise refuse (docs/decisions/0012).
+        self.decision_required = bool(required_lead(policy.answer_instructions))
 
     async def execute(self) -> LoopResult:
         if not self.original:
@@ -367,6 +372,8 @@ class _Run:
         # evidence as much as the last round's.
         limit = min(self.policy.top_k, self.policy.max_generation_documents)
         best = best_passed_documents(self.trace.rounds, limit)
+        if not best and self.decision_required:
+            best = most_similar_documents(self.trace.rounds, limit)
         return generation_context(best, self.policy.generation_context_tokens)
 
     async def _rounds(self) -> Outcome:
@@ -435,7 +442,7 @@ class _Run:
             return outcome, await self._announce(out_of_time_answer(documents))
 
         best = self._best_confidence()
-        if best < self.policy.answer_min_confidence:
+        if best < self.policy.answer_min_confidence and not self.decision_required:
             documents = []  # the generator's honest refusal, without a model call
         self.handed = documents
 

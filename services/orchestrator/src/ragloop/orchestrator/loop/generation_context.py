@@ -1,6 +1,7 @@
-"""What reaches the generator: the passed passages of every round, most confident first, each as
-its window (the passage with its neighbouring chunks, decision 0011) while that fits the token
-budget, else as the passage alone."""
+"""What reaches the generator: the passed passages of every round, most confident first (for a
+decision asked for, where none passed, the retrieved ones most similar first), each as its window
+(the passage with its neighbouring chunks, decision 0011) while that fits the token budget, else
+as the passage alone."""
 
 from __future__ import annotations
 
@@ -26,6 +27,19 @@ def best_passed_documents(rounds: Sequence[Round], limit: int) -> list[Document]
                     best[graded.document.id] = (graded.grade, graded.document)
     ranked = sorted(best.values(), key=lambda gd: (gd[0].confidence, gd[1].score), reverse=True)
     return [doc for _, doc in ranked[:limit]]
+
+
+def most_similar_documents(rounds: Sequence[Round], limit: int) -> list[Document]:
+    """Retrieved documents of every round, deduplicated by id, most similar to their round's
+    query first: the retriever's ranking, which means the same whatever the grader's
+    confidence means for a passage that failed."""
+    best: dict[str, Document] = {}
+    for round_ in rounds:
+        for document in round_.retrieval.documents:
+            known = best.get(document.id)
+            if known is None or document.score > known.score:
+                best[document.id] = document
+    return sorted(best.values(), key=lambda d: d.score, reverse=True)[:limit]
 
 
 def generation_context(documents: list[Document], budget_tokens: int) -> list[Document]:
