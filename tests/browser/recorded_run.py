@@ -123,6 +123,7 @@ def done_payload() -> dict:
         "removed_citations": [],
         "uncited_sentences": 0,
         "hallucination_risk": 0.0,
+        "support": 0.93,
         "query": {
             "original": QUESTION,
             "standalone": QUESTION,

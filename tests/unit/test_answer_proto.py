@@ -1,4 +1,4 @@
-"""The citation check's fields survive the trip through GenerateAnswerResponse."""
+"""The citation and support checks' fields survive the trip through GenerateAnswerResponse."""
 
 from __future__ import annotations
 
@@ -15,10 +15,19 @@ def test_answer_round_trips_with_its_citation_check() -> None:
         removed_citations=[4, 7],
         uncited_sentences=1,
         hallucination_risk=0.5,
+        support=0.75,
     )
 
     message = answer_to_proto(answer)
 
     assert list(message.removed_citations) == [4, 7]
     assert (message.uncited_sentences, message.hallucination_risk) == (1, 0.5)
+    assert message.support == 0.75
     assert answer_from_proto(message) == answer
+
+
+def test_an_unchecked_answer_has_no_support_figure_rather_than_zero() -> None:
+    message = answer_to_proto(Answer("X. [1]", [Citation(1, "d1", "x.md", "X.")], grounded=True))
+
+    assert not message.HasField("support")
+    assert answer_from_proto(message).support is None

@@ -37,6 +37,7 @@ async def test_an_answer_its_sources_state_stands_and_the_check_is_in_its_cost()
     )
     assert answer.text == "The capital is Paris. [1]"
     assert answer.usage.calls == 2
+    assert answer.support == pytest.approx(0.9)  # reported with the answer
     check = model.calls[1]
     assert check.max_tokens == 1
     assert "Paris is the capital of France." in check.text  # the cited passage …
@@ -45,14 +46,14 @@ async def test_an_answer_its_sources_state_stands_and_the_check_is_in_its_cost()
 
 
 @pytest.mark.parametrize(
-    ("token", "token_logprobs"),
+    ("token", "token_logprobs", "support"),
     [
-        ("Yes", logprobs(yes=0.4, no=0.6)),  # yes sampled, but below the threshold
-        ("No", None),  # no log-probabilities: the sampled word stands as 1 or 0
+        ("Yes", logprobs(yes=0.4, no=0.6), 0.4),  # yes sampled, but below the threshold
+        ("No", None, 0.0),  # no log-probabilities: the sampled word stands as 1 or 0
     ],
 )
 async def test_an_answer_its_sources_do_not_state_becomes_the_refusal(
-    token: str, token_logprobs: dict[str, float] | None
+    token: str, token_logprobs: dict[str, float] | None, support: float
 ) -> None:
     model = ScriptedChatModel([CAPITAL, token], token_logprobs=[token_logprobs])
     answer = await ModelGenerator(model, support_threshold=0.6).generate(
@@ -60,24 +61,27 @@ async def test_an_answer_its_sources_do_not_state_becomes_the_refusal(
     )
     assert answer.text == NO_ANSWER and answer.citations == [] and not answer.grounded
     assert answer.usage.calls == 2
+    assert answer.support == pytest.approx(support)  # the figure that refused it
 
 
 async def test_a_check_naming_neither_word_leaves_the_answer() -> None:
     model = ScriptedChatModel([CAPITAL, "The"], token_logprobs=[logprobs(the=0.9)])
     answer = await ModelGenerator(model, support_threshold=0.6).generate("Capital?", DOCUMENTS)
-    assert answer.text == "The capital is Paris. [1]"
+    assert answer.text == "The capital is Paris. [1]" and answer.support is None
 
 
 async def test_no_check_for_a_refusal_a_required_decision_or_threshold_zero() -> None:
     refusal = json.dumps({"answerable": False, "sentences": []})
     model = ScriptedChatModel([refusal])
-    assert (await ModelGenerator(model).generate("Capital?", DOCUMENTS)).text == NO_ANSWER
+    refused = await ModelGenerator(model).generate("Capital?", DOCUMENTS)
+    assert refused.text == NO_ANSWER and refused.support is None
 
     model = ScriptedChatModel(["Yes", CAPITAL], token_logprobs=[logprobs(yes=0.9, no=0.1)])
     decided = await ModelGenerator(model).generate(
         "Is Paris the capital?", DOCUMENTS, "Begin your answer with yes or no."
     )
     assert decided.text.startswith("Yes.") and len(model.calls) == 2  # lead call and answer
+    assert decided.support is None
 
     model = ScriptedChatModel([CAPITAL])
     unchecked = await ModelGenerator(model, support_threshold=0).generate("Capital?", DOCUMENTS)

@@ -126,6 +126,9 @@ class Answer:
     removed_citations: list[int] = field(default_factory=list)  # cited numbers of no given passage
     uncited_sentences: int = 0  # answer sentences left without a valid citation
     hallucination_risk: float = 0.0  # uncited_sentences / answer sentences (0 for a refusal)
+    # The support check's probability that the cited passages state the answer, in [0, 1];
+    # a refused answer keeps the figure that refused it. None: not checked.
+    support: float | None = None
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ class Citation(_message.Message):
     def __init__(self, number: _Optional[int] = ..., document_id: _Optional[str] = ..., source: _Optional[str] = ..., quote: _Optional[str] = ...) -> None: ...
 
 class GenerateAnswerResponse(_message.Message):
-    __slots__ = ("answer", "citations", "grounded", "usage", "removed_citations", "uncited_sentences", "hallucination_risk")
+    __slots__ = ("answer", "citations", "grounded", "usage", "removed_citations", "uncited_sentences", "hallucination_risk", "support")
     ANSWER_FIELD_NUMBER: _ClassVar[int]
     CITATIONS_FIELD_NUMBER: _ClassVar[int]
     GROUNDED_FIELD_NUMBER: _ClassVar[int]
@@ -38,6 +38,7 @@ class GenerateAnswerResponse(_message.Message):
     REMOVED_CITATIONS_FIELD_NUMBER: _ClassVar[int]
     UNCITED_SENTENCES_FIELD_NUMBER: _ClassVar[int]
     HALLUCINATION_RISK_FIELD_NUMBER: _ClassVar[int]
+    SUPPORT_FIELD_NUMBER: _ClassVar[int]
     answer: str
     citations: _containers.RepeatedCompositeFieldContainer[Citation]
     grounded: bool
@@ -45,7 +46,8 @@ class GenerateAnswerResponse(_message.Message):
     removed_citations: _containers.RepeatedScalarFieldContainer[int]
     uncited_sentences: int
     hallucination_risk: float
-    def __init__(self, answer: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ..., grounded: _Optional[bool] = ..., usage: _Optional[_Union[_common_pb2.ModelUsage, _Mapping]] = ..., removed_citations: _Optional[_Iterable[int]] = ..., uncited_sentences: _Optional[int] = ..., hallucination_risk: _Optional[float] = ...) -> None: ...
+    support: float
+    def __init__(self, answer: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ..., grounded: _Optional[bool] = ..., usage: _Optional[_Union[_common_pb2.ModelUsage, _Mapping]] = ..., removed_citations: _Optional[_Iterable[int]] = ..., uncited_sentences: _Optional[int] = ..., hallucination_risk: _Optional[float] = ..., support: _Optional[float] = ...) -> None: ...
 
 class GenerateAnswerEvent(_message.Message):
     __slots__ = ("delta", "answer")

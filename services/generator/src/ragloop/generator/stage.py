@@ -242,12 +242,12 @@ class ModelGenerator:
         probabilities = word_probabilities(reply, (YES, NO))
         if probabilities is None:
             log.warning("the support check named neither yes nor no; the answer stands")
-        elif probabilities[YES] < self._support_threshold:
-            log.info(
-                "answer refused: its sources do not state it", extra={"support": probabilities[YES]}
-            )
-            return Answer(NO_ANSWER, [], grounded=False, usage=usage)
-        return replace(answer, usage=usage)
+            return replace(answer, usage=usage)
+        support = probabilities[YES]
+        if support < self._support_threshold:
+            log.info("answer refused: its sources do not state it", extra={"support": support})
+            return Answer(NO_ANSWER, [], grounded=False, usage=usage, support=support)
+        return replace(answer, usage=usage, support=support)
 
     def _parsed_text(self, reply: ChatReply) -> StructuredReply[DraftAnswer]:
         usage = call_usage(self._model.name, reply)

@@ -140,7 +140,7 @@ class OrchestratorSettings(StageAddresses, ReliabilitySettings, RequestPolicy):
         "grade reaches this confidence (the scored grader's probability of relevance); below it "
         "the round counts as unanswered: rewritten while attempts remain, else the honest "
         "refusal (0: always answer). Not for a request whose instructions ask for a decision "
-        "(\"Begin your answer with yes or no.\"): that is weighed from the passages found.",
+        '("Begin your answer with yes or no."): that is weighed from the passages found.',
     )
     generation_reserve_s: float = Field(
         DEFAULT_GENERATION_RESERVE_S,

@@ -344,6 +344,7 @@ def answer_to_proto(answer: Answer) -> generator_pb2.GenerateAnswerResponse:
         removed_citations=answer.removed_citations,
         uncited_sentences=answer.uncited_sentences,
         hallucination_risk=answer.hallucination_risk,
+        support=answer.support,
     )
 
 
@@ -356,6 +357,7 @@ def answer_from_proto(message: generator_pb2.GenerateAnswerResponse) -> Answer:
         removed_citations=list(message.removed_citations),
         uncited_sentences=message.uncited_sentences,
         hallucination_risk=round(message.hallucination_risk, 4),  # float32 on the wire
+        support=round(message.support, 4) if message.HasField("support") else None,
     )
 
 

@@ -41,6 +41,7 @@ def build_query_response(result: LoopResult) -> QueryResponse:
         removed_citations=result.answer.removed_citations,
         uncited_sentences=result.answer.uncited_sentences,
         hallucination_risk=round(result.answer.hallucination_risk, 4),
+        support=None if result.answer.support is None else round(result.answer.support, 4),
         query=QuerySummary(
             original=result.original_query,
             standalone=result.standalone_query,

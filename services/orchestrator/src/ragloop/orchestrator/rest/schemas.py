@@ -242,6 +242,13 @@ class QueryResponse(BaseModel):
     hallucination_risk: float = Field(
         ge=0, le=1, description="Share of answer sentences without a valid citation."
     )
+    support: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="The model's probability that the cited passages state the answer (the "
+        "support check); an answer refused for a low figure keeps it. Null when not checked.",
+    )
     query: QuerySummary
     rewrite_history: list[RewriteOut]
     retrieval: RetrievalOut

@@ -86,6 +86,7 @@ def response_to_proto(response: QueryResponse) -> rag_pb2.QueryResponse:
         removed_citations=response.removed_citations,
         uncited_sentences=response.uncited_sentences,
         hallucination_risk=response.hallucination_risk,
+        support=response.support,
         query=rag_pb2.QuerySummary(**response.query.model_dump()),
         rewrite_history=[
             common_pb2.RewriteAttempt(**r.model_dump()) for r in response.rewrite_history
