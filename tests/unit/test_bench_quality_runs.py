@@ -54,6 +54,7 @@ def quality_run(
     calls: int = 5,
     server_prompt_tokens: float = 800.0,
     error: str = "",
+    support: float | None = None,
 ) -> QualityRun:
     """A run of ``system`` on ``item``; ``answer`` None: it failed."""
     answered = None
@@ -68,6 +69,7 @@ def quality_run(
             citations=citations[0] if citations else None,
             removed_citations=citations[1] if citations else None,
             rounds=rounds,
+            support=support,
         )
     server = ServerCounts(prompt_tokens=server_prompt_tokens, completion_tokens=60)
     return QualityRun(system, item, seconds, answered, server, {"bench": 0.1}, error)
@@ -76,7 +78,9 @@ def quality_run(
 def test_a_run_comes_back_as_it_was_recorded_and_is_scored_again(tmp_path: Path) -> None:
     runs_file = QualityRunsFile(tmp_path / "quality-runs.jsonl.xz")
     rounds = (round_info(1, ("c2",), ()), round_info(2, ("c1",), ("c1",)))
-    made = quality_run("ragloop", ANSWERABLE, "It is in France [1].", rewrites=1, rounds=rounds)
+    made = quality_run(
+        "ragloop", ANSWERABLE, "It is in France [1].", rewrites=1, rounds=rounds, support=0.82
+    )
     refused = quality_run("plain", UNANSWERABLE, "The sources do not contain the answer.")
     failed = quality_run("baseline", DECISION, None, error="TimeoutError: slow")
 
@@ -93,6 +97,18 @@ def test_a_run_comes_back_as_it_was_recorded_and_is_scored_again(tmp_path: Path)
     assert (record["correct"], record["refused"], record["commit"]) == (True, False, "abc123")
     assert record["answered"]["rounds"][1]["passed"] == ["c1"]
     assert record["answered"]["citations"] == 1 and record["server"]["prompt_tokens"] == 800
+    assert record["answered"]["support"] == 0.82
+
+
+def test_a_run_recorded_before_support_figures_reads_back_without_one(tmp_path: Path) -> None:
+    runs_file = QualityRunsFile(tmp_path / "quality-runs.jsonl")
+    runs_file.append(quality_run("ragloop", ANSWERABLE, "It is in France [1]."), {})
+    record = json.loads(runs_file.path.read_text())
+    del record["answered"]["support"]
+    runs_file.path.write_text(json.dumps(record) + "\n")
+
+    (back,) = runs_file.runs()
+    assert back.quality_answer is not None and back.quality_answer.support is None
 
 
 def test_a_pubmedqa_run_is_right_when_it_begins_with_the_experts_decision() -> None:

@@ -73,9 +73,12 @@ class QualityAnswer(Answered):
     citations: int | None = None  # cited passages that were given
     removed_citations: int | None = None  # cited numbers of no given passage, removed
     rounds: tuple[RoundInfo, ...] = ()
+    # The final answer's support figure (None: not checked, or a run from before it existed), so
+    # that support thresholds can be tried on recorded runs without model calls.
+    support: float | None = None
 
 
-_EXTRA_ANSWER_FIELDS = ("citations", "removed_citations", "rounds")
+_EXTRA_ANSWER_FIELDS = ("citations", "removed_citations", "rounds", "support")
 _EXTRA_ITEM_FIELDS = ("answers", "answerable", "split", "seed")
 
 
@@ -161,6 +164,7 @@ class QualityRun(QueryRun):
                 citations=answered["citations"],
                 removed_citations=answered["removed_citations"],
                 rounds=tuple(RoundInfo.from_record(r) for r in answered["rounds"]),
+                support=answered.get("support"),
             )
         return cls(**_values(base) | {"item": item, "answered": quality_answer})
 

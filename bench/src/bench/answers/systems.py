@@ -97,6 +97,7 @@ class RagloopRest:
             citations=len(done["citations"]),
             removed_citations=len(done["removed_citations"]),
             rounds=rounds_of(events, gold_answers(item)),
+            support=done.get("support"),
         )
 
 
@@ -136,6 +137,7 @@ class PlainRag:
             node_usage={"generate": answer.usage},
             citations=len(answer.citations),
             removed_citations=len(answer.removed_citations),
+            support=answer.support,
             rounds=(seen_round(1, item.text, details["documents"], gold_answers(item)),),
         )
 
