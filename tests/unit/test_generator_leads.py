@@ -101,15 +101,19 @@ async def test_a_scored_call_chooses_the_lead_before_the_answer_is_written() -> 
     assert answer.usage.calls == 2  # the scored call is part of the answer's cost
 
 
-async def test_the_lead_is_weighed_from_the_first_passage_only() -> None:
+async def test_the_lead_is_weighed_from_the_first_passages_source_only() -> None:
     model = ScriptedChatModel(
         ["Yes", answer_reply("It works.")], token_logprobs=[logprobs(yes=0.9, no=0.1)]
     )
-    await ModelGenerator(model).generate(
-        "Does it work?", [doc("best", "Trial A worked."), doc("other", "Trial B failed.")], DECIDE
-    )
+    documents = [
+        doc("a1", "Trial A enrolled 90.", source="a.txt"),
+        doc("b", "Trial B failed.", source="b.txt"),
+        doc("a2", "Trial A worked.", source="a.txt"),
+    ]
+    await ModelGenerator(model).generate("Does it work?", documents, DECIDE)
     lead_call, answer_call = model.calls
-    assert "Trial A worked." in lead_call.text and "Trial B failed." not in lead_call.text
+    assert "Trial A enrolled 90." in lead_call.text and "Trial A worked." in lead_call.text
+    assert "Trial B failed." not in lead_call.text
     assert "Trial B failed." in answer_call.text  # the answer is written from every passage
 
 

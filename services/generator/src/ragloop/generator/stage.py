@@ -210,13 +210,14 @@ class ModelGenerator:
 
     async def _lead(self, question: str, documents: list[Document], instructions: str) -> _Lead:
         """The answer's first word, where the instructions ask for one of a few: the model's
-        probability of each, read by one scored call (leads.chosen_lead) over the first (most
-        relevant) passage only: the threshold was calibrated so, and other passages' abstracts
-        lowered P(yes) below it (decision 0012)."""
+        probability of each, read by one scored call (leads.chosen_lead) over the passages of the
+        most relevant source only: the threshold was calibrated on one source, and other sources'
+        passages lowered P(yes) below it (decision 0012)."""
         choices = required_lead(instructions)
         if not choices:
             return _NO_LEAD
-        reply = await self._model.next_token(lead_messages(question, documents[:1], choices))
+        first_source = [d for d in documents if d.source == documents[0].source]
+        reply = await self._model.next_token(lead_messages(question, first_source, choices))
         usage = call_usage(self._model.name, reply)
         probabilities = word_probabilities(reply, choices)
         if probabilities is None:
