@@ -11,7 +11,7 @@ from bench.common import read_results, write_results
 from bench.models import tally_totals
 from bench.pubmedqa import DECISION_INSTRUCTION, DecisionGenerator
 from bench.stages import CountingRewriter, Tally
-from ragloop.generator.prompts import INSTRUCTIONS_LABEL, NO_ANSWER
+from ragloop.generator.prompts import INSTRUCTIONS_LABEL, unstated_decision
 from ragloop.generator.stage import AnswerFormat, ModelGenerator
 from ragloop.grader.stage import GradingMode, ModelGrader
 from ragloop.rewriter.stage import ModelRewriter
@@ -34,7 +34,7 @@ async def test_an_answer_no_reply_of_which_parsed_is_a_failure(tally: Tally) -> 
         tally,
     )
     answer = await generator.generate("Q?", [doc("d1")])
-    assert answer.text == NO_ANSWER
+    assert answer.text == unstated_decision("yes")  # the scored decision, without sentences
     assert (tally.failures, tally.replies.count) == (1, 2)
 
 

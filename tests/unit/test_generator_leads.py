@@ -141,8 +141,16 @@ async def test_without_lead_instructions_there_is_no_scored_call() -> None:
     assert answer.text == "It works. [1]" and len(model.calls) == 1
 
 
-async def test_a_refusal_keeps_no_lead() -> None:
+async def test_a_decision_the_sources_do_not_state_is_given_and_said_to_be_unstated() -> None:
     reply = {"answerable": False, "sentences": []}
-    model = ScriptedChatModel(["maybe", json.dumps(reply)])
+    model = ScriptedChatModel(["no", json.dumps(reply)])
+    answer = await ModelGenerator(model).generate("Does it work?", [doc("d1")], DECIDE)
+    assert answer.text == "No. The sources do not state this directly."
+    assert not answer.grounded and answer.citations == []
+
+
+async def test_a_refusal_keeps_no_lead_when_the_scored_call_chose_none() -> None:
+    reply = {"answerable": False, "sentences": [], "lead": "yes"}
+    model = ScriptedChatModel(["The", json.dumps(reply)], token_logprobs=[logprobs(the=0.9)])
     answer = await ModelGenerator(model).generate("Does it work?", [doc("d1")], DECIDE)
     assert answer.text.startswith("The sources do not contain") and not answer.grounded

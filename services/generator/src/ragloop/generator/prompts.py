@@ -13,6 +13,14 @@ from ragloop.core.models import ChatMessage
 
 PROMPT_VERSION = "generate-v6"
 NO_ANSWER = "The sources do not contain the answer to this question."
+
+
+def unstated_decision(lead: str) -> str:
+    """The answer to a decision asked for (decision 0012) whose sentences the model did not find
+    in the sources: the decision it scored likelier, said not to be stated there."""
+    return f"{lead.capitalize()}. The sources do not state this directly."
+
+
 MAX_SENTENCES = 3
 MAX_SENTENCE_CHARS = 220
 INSTRUCTIONS_LABEL = "Instructions for the answer"

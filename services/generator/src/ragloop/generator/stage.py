@@ -44,6 +44,7 @@ from ragloop.generator.prompts import (
     generate_messages,
     lead_messages,
     support_messages,
+    unstated_decision,
 )
 from ragloop.generator.support import DEFAULT_SUPPORT_THRESHOLD, cited_documents
 from ragloop.generator.text_answer import parse_text_answer, text_messages
@@ -268,6 +269,8 @@ class ModelGenerator:
             compose_answer(draft, documents, lead.choices) if draft and draft.answerable else None
         )
         if checked is None or not checked.text:  # no sentences, or citation markers only
+            if lead.word is not None:  # a decision asked for is given, said to be unstated
+                return Answer(unstated_decision(lead.word), [], grounded=False, usage=usage)
             return Answer(NO_ANSWER, [], grounded=False, usage=usage)
         if checked.removed_citations:
             log.warning(
