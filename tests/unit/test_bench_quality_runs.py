@@ -17,6 +17,7 @@ from bench.comparison.llama_metrics import ServerCounts
 from bench.comparison.runs import QueryRun
 from bench.comparison.workload import PUBMEDQA, WorkItem
 from bench.quality import default_output, parse_args
+from bench.support_sweep import sweep
 from ragloop.core.domain import ModelUsage
 
 ANSWERABLE = QualityItem(
@@ -186,3 +187,16 @@ def test_a_metered_run_becomes_a_quality_run_unchanged() -> None:
     converted = QualityRun.of(metered)
 
     assert converted.quality_answer == run.answered and converted.correct
+
+
+def test_a_support_sweep_refuses_answers_below_each_threshold_and_keeps_the_rest() -> None:
+    right = quality_run("single", ANSWERABLE, "It is in France [1].", support=0.7)
+    invented = quality_run("single", UNANSWERABLE, "Rollo did [1].", support=0.4)
+    refused = quality_run("single", UNANSWERABLE, "The sources do not contain the answer.")
+    unchecked = quality_run("single", ANSWERABLE, "It is in France [1].")  # no figure: stands
+
+    low, middle, high = sweep([right, invented, refused, unchecked], (0.0, 0.5, 0.8))
+
+    assert (low.answerable_right, low.unanswerable_refused, low.false_refusals) == (1, 0.5, 0)
+    assert (middle.answerable_right, middle.unanswerable_refused, middle.overall) == (1, 1, 1)
+    assert (high.answerable_right, high.false_refusals, high.overall) == (0.5, 0.5, 0.75)
