@@ -245,7 +245,7 @@ class ModelGenerator:
         if probabilities is None:
             log.warning("the support check named neither yes nor no; the answer stands")
             return replace(answer, usage=usage)
-        support = probabilities[YES]
+        support = round(probabilities[YES], 4)
         if support < self._support_threshold:
             log.info("answer refused: its sources do not state it", extra={"support": support})
             return Answer(NO_ANSWER, [], grounded=False, usage=usage, support=support)
