@@ -12,6 +12,7 @@ import pytest
 
 from bench.answers.items import SQUAD2, QualityItem
 from bench.answers.runs import QualityAnswer, QualityRun, QualityRunsFile, RoundInfo, pending
+from bench.common import prepare_runs_file
 from bench.compare import runs_file_beside
 from bench.comparison.llama_metrics import ServerCounts
 from bench.comparison.runs import QueryRun
@@ -200,3 +201,18 @@ def test_a_support_sweep_refuses_answers_below_each_threshold_and_keeps_the_rest
     assert (low.answerable_right, low.unanswerable_refused, low.false_refusals) == (1, 0.5, 0)
     assert (middle.answerable_right, middle.unanswerable_refused, middle.overall) == (1, 1, 1)
     assert (high.answerable_right, high.false_refusals, high.overall) == (0.5, 0.5, 0.75)
+
+
+def test_forget_drops_only_the_runs_of_the_parts_being_run(tmp_path: Path) -> None:
+    runs_file = QualityRunsFile(tmp_path / "quality-runs.jsonl.xz")
+    for run in (
+        quality_run("ragloop", ANSWERABLE, "France [1]."),
+        quality_run("ragloop", DECISION, "Yes [1]."),
+        quality_run("baseline", DECISION, "Yes."),
+    ):
+        runs_file.append(run, {})
+
+    prepare_runs_file(runs_file, parse_args(["--forget", "ragloop", "--parts", "pubmedqa"]))
+
+    kept = [(run.system, run.item.dataset) for run in runs_file.runs()]
+    assert kept == [("ragloop", SQUAD2), ("baseline", PUBMEDQA)]  # SQuAD is not made again

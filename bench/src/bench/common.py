@@ -131,8 +131,8 @@ def add_runs_file_arguments(parser: argparse.ArgumentParser, systems: Sequence[s
         default=[],
         choices=systems,
         metavar="SYSTEM",
-        help=f"drop SYSTEM's runs from the runs file first, so that they are made again "
-        f"(one of {', '.join(systems)}; repeat for more)",
+        help=f"drop SYSTEM's runs of the --parts being run from the runs file first, so that "
+        f"they are made again (one of {', '.join(systems)}; repeat for more)",
     )
     parser.add_argument(
         "--summarise", action="store_true", help="compute --output from the runs file, run nothing"
@@ -144,8 +144,11 @@ def prepare_runs_file(runs_file: RunsFile, args: argparse.Namespace) -> None:
     if args.fresh:
         runs_file.clear()
     if args.forget:
-        dropped = runs_file.forget(args.forget)
-        print(f"forgot {dropped} runs of {', '.join(args.forget)} in {runs_file.path}")
+        # Only the parts this invocation makes again: the others' runs would be lost, not remade.
+        parts = getattr(args, "parts", None)
+        dropped = runs_file.forget(args.forget, parts)
+        which = f" ({', '.join(parts)})" if parts else ""
+        print(f"forgot {dropped} runs of {', '.join(args.forget)}{which} in {runs_file.path}")
 
 
 @contextmanager

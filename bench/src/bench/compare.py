@@ -20,7 +20,7 @@ so a later change to ragloop re-runs ragloop and keeps the baseline's runs), and
 figures are computed from every run in that file: parts can run in separate invocations
 (``--parts scifact,overhead`` today, ``--parts pubmedqa,overhead`` tomorrow), and an interrupted
 invocation goes on where it stopped when started again. ``--fresh`` starts over; ``--forget
-ragloop`` drops ragloop's runs, to make them again.
+ragloop`` drops ragloop's runs of the ``--parts`` run, to make them again.
 """
 
 from __future__ import annotations

@@ -13,8 +13,9 @@ makes only the runs the file lacks (or that failed), so it can be stopped (Ctrl-
 started again, and runs of several sessions combine. The figures are computed from every run in
 the file and merged into ``--output``. The runs file is ``NAME-runs.jsonl.xz`` beside ``--output``
 (a JSON line a run, xz-compressed; compacted into one xz stream when the invocation ends).
-``--fresh`` starts over; ``--forget SYSTEM`` drops one system's runs, to make them again;
-``--summarise`` only recomputes the figures; ``--report-only`` prints the tables of ``--output``.
+``--fresh`` starts over; ``--forget SYSTEM`` drops one system's runs (of the ``--parts`` run), to
+make them again; ``--summarise`` only recomputes the figures; ``--report-only`` prints the tables
+of ``--output``.
 A smoke run:
 ``--squad 4 --pubmedqa 2 --corpus-limit 40 --output /tmp/quality-smoke/quality.json``.
 """

@@ -261,9 +261,15 @@ class RunsFile:
         """Rewrite the file with its well-formed lines only, compressed as one xz stream."""
         self._rewrite(lambda record: True)
 
-    def forget(self, systems: Collection[str]) -> int:
-        """Drop the runs of ``systems`` (and compact); returns how many records went."""
-        return self._rewrite(lambda record: record.get("system") not in systems)
+    def forget(self, systems: Collection[str], datasets: Collection[str] | None = None) -> int:
+        """Drop the runs of ``systems`` (only those of ``datasets``, when given) and compact;
+        returns how many records went."""
+        return self._rewrite(
+            lambda record: (
+                record.get("system") not in systems
+                or (datasets is not None and record.get("dataset") not in datasets)
+            )
+        )
 
     def _rewrite(self, keep: Callable[[dict[str, Any]], bool]) -> int:
         """Replace the file by one of its well-formed lines whose record ``keep`` accepts;
