@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
 
 import httpx
 import pytest
 
 from tests.hostile.processes import STAGES, Processes, listening_addresses, start_processes
+from tests.local_http import serving_http
 from tests.service.test_openai_provider import FakeOpenAI, reset_fake_openai
 
 API_KEY = "hostile-rest-key-6b1f0c2e9d8a4b7f"
@@ -25,15 +24,8 @@ OPENAI_KEY = "sk-hostile-openai-3e5d7c9b1a2f4e6d"
 @pytest.fixture(scope="module")
 def openai_url() -> Iterator[str]:
     reset_fake_openai()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeOpenAI)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving_http(FakeOpenAI) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import grpc
 import pytest
@@ -28,6 +28,7 @@ from ragloop.v1 import (
     rewriter_pb2,
     rewriter_pb2_grpc,
 )
+from tests.local_http import serving_http
 from tests.service.grpc_helpers import reflected_services, serving
 
 QUESTION = "How many processes can open a Milvus Lite data directory at the same time?"
@@ -271,16 +272,11 @@ def stalling_model_server() -> Iterator[tuple[str, list[str]]]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Stalling)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", paths
-    finally:
-        release.set()
-        server.shutdown()
-        server.server_close()
+    with serving_http(Stalling) as url:
+        try:
+            yield url, paths
+        finally:
+            release.set()
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,8 @@ that a real Ollama grades well; compose runs a real one.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import ClassVar
 
 import pytest
@@ -24,6 +23,7 @@ from ragloop.generator.prompts import ANSWER_SCHEMA
 from ragloop.generator.stage import ModelGenerator
 from ragloop.grader.prompts import GRADE_SCHEMA
 from ragloop.grader.stage import GradingMode, ModelGrader
+from tests.local_http import serving_http
 
 GRADE_REPLY = '{"relevant": true, "confidence": 0.9, "reasoning": "states it"}'
 
@@ -80,14 +80,8 @@ class FakeOllama(BaseHTTPRequestHandler):
 @pytest.fixture
 def ollama_url() -> Iterator[str]:
     FakeOllama.requests, FakeOllama.chat_reply = [], GRADE_REPLY
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeOllama)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving_http(FakeOllama) as url:
+        yield url
 
 
 def ollama_model(url: str) -> ChatModel:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, ClassVar
 
 import pytest
@@ -18,6 +18,7 @@ from ragloop.core.errors import DependencyUnavailable
 from ragloop.core.models import ChatMessage, ChatReply, make_chat_model
 from ragloop.core.models.chat import ChatModel, LlamaCppChatModel
 from ragloop.grader.prompts import GRADE_SCHEMA
+from tests.local_http import serving_http
 
 API_KEY = "sk-test-123"
 GRADE_REPLY = '{"relevant": true, "confidence": 0.9, "reasoning": "states it"}'
@@ -107,18 +108,13 @@ class FakeOpenAI(BaseHTTPRequestHandler):
 def openai_url() -> Iterator[str]:
     """A FakeOpenAI server on 127.0.0.1 with its script reset; its base URL (without /v1)."""
     reset_fake_openai()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeOpenAI)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        if FakeOpenAI.hold is not None:
-            FakeOpenAI.hold.set()
-        server.shutdown()
-        server.server_close()
-        reset_fake_openai()
+    with serving_http(FakeOpenAI) as url:
+        try:
+            yield url
+        finally:
+            if FakeOpenAI.hold is not None:
+                FakeOpenAI.hold.set()
+    reset_fake_openai()
 
 
 def reset_fake_openai() -> None:

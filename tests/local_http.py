@@ -1,0 +1,23 @@
+"""A stand-in HTTP server (a fake model provider, a stalling one) on 127.0.0.1 for one test."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@contextmanager
+def serving_http(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """``handler`` served on a free port of 127.0.0.1, one daemon thread a request; its base
+    URL. Stopped, its port closed, on the way out."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
