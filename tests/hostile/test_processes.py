@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from bench.local_http import serving_http
 from tests.hostile.processes import STAGES, Processes, listening_addresses, start_processes
-from tests.local_http import serving_http
 from tests.service.test_openai_provider import FakeOpenAI, reset_fake_openai
 
 API_KEY = "hostile-rest-key-6b1f0c2e9d8a4b7f"

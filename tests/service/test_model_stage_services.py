@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler
 import grpc
 import pytest
 
+from bench.local_http import serving_http
 from ragloop.core.grpc.server import ServiceSpec
 from ragloop.core.settings import ChatModelSettings
 from ragloop.generator.__main__ import build_spec as generator_spec
@@ -28,7 +29,6 @@ from ragloop.v1 import (
     rewriter_pb2,
     rewriter_pb2_grpc,
 )
-from tests.local_http import serving_http
 from tests.service.grpc_helpers import reflected_services, serving
 
 QUESTION = "How many processes can open a Milvus Lite data directory at the same time?"

@@ -17,13 +17,13 @@ from typing import ClassVar
 
 import pytest
 
+from bench.local_http import serving_http
 from ragloop.core.domain import Answer, AnswerDelta, Document
 from ragloop.core.models import ChatMessage, ChatModel, ChatReply, make_chat_model, make_embedder
 from ragloop.generator.prompts import ANSWER_SCHEMA
 from ragloop.generator.stage import ModelGenerator
 from ragloop.grader.prompts import GRADE_SCHEMA
 from ragloop.grader.stage import GradingMode, ModelGrader
-from tests.local_http import serving_http
 
 GRADE_REPLY = '{"relevant": true, "confidence": 0.9, "reasoning": "states it"}'
 

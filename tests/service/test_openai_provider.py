@@ -14,11 +14,11 @@ from typing import Any, ClassVar
 
 import pytest
 
+from bench.local_http import serving_http
 from ragloop.core.errors import DependencyUnavailable
 from ragloop.core.models import ChatMessage, ChatReply, make_chat_model
 from ragloop.core.models.chat import ChatModel, LlamaCppChatModel
 from ragloop.grader.prompts import GRADE_SCHEMA
-from tests.local_http import serving_http
 
 API_KEY = "sk-test-123"
 GRADE_REPLY = '{"relevant": true, "confidence": 0.9, "reasoning": "states it"}'

@@ -19,13 +19,12 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import date
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -33,6 +32,7 @@ from unittest import mock
 import httpx
 
 from bench.common import RESULTS_DIR, ROOT, machine, write_results
+from bench.local_http import serving_http
 from bench.metrics import percentile
 from ragloop.local.launcher import STAGES, Stack, StackConfig
 from ragloop.local.model_server import serving_model
@@ -82,14 +82,8 @@ def span_sink() -> Iterator[str]:
         def log_message(self, format: str, *args: Any) -> None:
             return None
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Sink)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving_http(Sink) as url:
+        yield url
 
 
 def start_stack(arm: Arm, work: Path, model_url: str) -> Stack:

@@ -1,4 +1,5 @@
-"""A stand-in HTTP server (a fake model provider, a stalling one) on 127.0.0.1 for one test."""
+"""A stand-in HTTP server on 127.0.0.1 (a fake model provider or span sink) for a test or a
+benchmark."""
 
 from __future__ import annotations
 
