@@ -16,6 +16,7 @@ def test_answer_round_trips_with_its_citation_check() -> None:
         uncited_sentences=1,
         hallucination_risk=0.5,
         support=0.75,
+        lead_probabilities={"yes": 0.25, "no": 0.75},
     )
 
     message = answer_to_proto(answer)

@@ -18,7 +18,7 @@ from bench.comparison.llama_metrics import ServerCounts
 from bench.comparison.runs import QueryRun
 from bench.comparison.workload import PUBMEDQA, WorkItem
 from bench.quality import default_output, parse_args
-from bench.support_sweep import sweep
+from bench.threshold_sweep import lead_sweep, support_sweep
 from ragloop.core.domain import ModelUsage
 
 ANSWERABLE = QualityItem(
@@ -57,6 +57,7 @@ def quality_run(
     server_prompt_tokens: float = 800.0,
     error: str = "",
     support: float | None = None,
+    lead_probabilities: dict[str, float] | None = None,
 ) -> QualityRun:
     """A run of ``system`` on ``item``; ``answer`` None: it failed."""
     answered = None
@@ -72,6 +73,7 @@ def quality_run(
             removed_citations=citations[1] if citations else None,
             rounds=rounds,
             support=support,
+            lead_probabilities=lead_probabilities or {},
         )
     server = ServerCounts(prompt_tokens=server_prompt_tokens, completion_tokens=60)
     return QualityRun(system, item, seconds, answered, server, {"bench": 0.1}, error)
@@ -196,7 +198,7 @@ def test_a_support_sweep_refuses_answers_below_each_threshold_and_keeps_the_rest
     refused = quality_run("single", UNANSWERABLE, "The sources do not contain the answer.")
     unchecked = quality_run("single", ANSWERABLE, "It is in France [1].")  # no figure: stands
 
-    low, middle, high = sweep([right, invented, refused, unchecked], (0.0, 0.5, 0.8))
+    low, middle, high = support_sweep([right, invented, refused, unchecked], (0.0, 0.5, 0.8))
 
     assert (low.answerable_right, low.unanswerable_refused, low.false_refusals) == (1, 0.5, 0)
     assert (middle.answerable_right, middle.unanswerable_refused, middle.overall) == (1, 1, 1)
@@ -216,3 +218,15 @@ def test_forget_drops_only_the_runs_of_the_parts_being_run(tmp_path: Path) -> No
 
     kept = [(run.system, run.item.dataset) for run in runs_file.runs()]
     assert kept == [("ragloop", SQUAD2), ("baseline", PUBMEDQA)]  # SQuAD is not made again
+
+
+def test_a_lead_sweep_decides_yes_at_or_above_each_threshold() -> None:
+    said_no = quality_run(
+        "ragloop", DECISION, "No [1].", lead_probabilities={"yes": 0.7, "no": 0.3}
+    )
+    unscored = quality_run("ragloop", DECISION, "Yes [1].")  # keeps its recorded decision
+
+    strict, lenient = lead_sweep([said_no, unscored], (0.8, 0.7))
+
+    assert (strict.accuracy, strict.yes_share) == (0.5, 0.5)
+    assert (lenient.accuracy, lenient.yes_share) == (1, 1)

@@ -91,6 +91,7 @@ async def test_a_scored_call_chooses_the_lead_before_the_answer_is_written() -> 
         "Does it work?", [doc("d1")], DECIDE
     )
     assert answer.text == "No. The trial found no effect. [1]"
+    assert answer.lead_probabilities == pytest.approx({"yes": 0.6, "no": 0.3, "maybe": 0.1})
     lead_call, answer_call = model.calls
     assert lead_call.max_tokens == 1
     assert lead_call.text.endswith(
@@ -139,6 +140,7 @@ async def test_without_lead_instructions_there_is_no_scored_call() -> None:
     model = ScriptedChatModel([answer_reply("It works.")])
     answer = await ModelGenerator(model, support_threshold=0).generate("Does it work?", [doc("d1")])
     assert answer.text == "It works. [1]" and len(model.calls) == 1
+    assert answer.lead_probabilities == {}
 
 
 async def test_a_decision_the_sources_do_not_state_is_given_and_said_to_be_unstated() -> None:

@@ -15,7 +15,7 @@ makes only the runs it lacks, or that failed.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from bench.answers.items import SQUAD2, QualityItem
@@ -76,9 +76,12 @@ class QualityAnswer(Answered):
     # The final answer's support figure (None: not checked, or a run from before it existed), so
     # that support thresholds can be tried on recorded runs without model calls.
     support: float | None = None
+    # The lead call's probability of each word a decision was asked among (empty: none asked,
+    # or a run from before it was recorded), so that yes-thresholds can be tried the same way.
+    lead_probabilities: dict[str, float] = field(default_factory=dict)
 
 
-_EXTRA_ANSWER_FIELDS = ("citations", "removed_citations", "rounds", "support")
+_EXTRA_ANSWER_FIELDS = ("citations", "removed_citations", "rounds", "support", "lead_probabilities")
 _EXTRA_ITEM_FIELDS = ("answers", "answerable", "split", "seed")
 
 
@@ -165,6 +168,7 @@ class QualityRun(QueryRun):
                 removed_citations=answered["removed_citations"],
                 rounds=tuple(RoundInfo.from_record(r) for r in answered["rounds"]),
                 support=answered.get("support"),
+                lead_probabilities=answered.get("lead_probabilities") or {},
             )
         return cls(**_values(base) | {"item": item, "answered": quality_answer})
 

@@ -98,6 +98,7 @@ class RagloopRest:
             removed_citations=len(done["removed_citations"]),
             rounds=rounds_of(events, gold_answers(item)),
             support=done.get("support"),
+            lead_probabilities=done.get("lead_probabilities") or {},
         )
 
 
@@ -138,6 +139,7 @@ class PlainRag:
             citations=len(answer.citations),
             removed_citations=len(answer.removed_citations),
             support=answer.support,
+            lead_probabilities=answer.lead_probabilities,
             rounds=(seen_round(1, item.text, details["documents"], gold_answers(item)),),
         )
 

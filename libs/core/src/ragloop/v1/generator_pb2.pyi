@@ -30,7 +30,14 @@ class Citation(_message.Message):
     def __init__(self, number: _Optional[int] = ..., document_id: _Optional[str] = ..., source: _Optional[str] = ..., quote: _Optional[str] = ...) -> None: ...
 
 class GenerateAnswerResponse(_message.Message):
-    __slots__ = ("answer", "citations", "grounded", "usage", "removed_citations", "uncited_sentences", "hallucination_risk", "support")
+    __slots__ = ("answer", "citations", "grounded", "usage", "removed_citations", "uncited_sentences", "hallucination_risk", "support", "lead_probabilities")
+    class LeadProbabilitiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
     ANSWER_FIELD_NUMBER: _ClassVar[int]
     CITATIONS_FIELD_NUMBER: _ClassVar[int]
     GROUNDED_FIELD_NUMBER: _ClassVar[int]
@@ -39,6 +46,7 @@ class GenerateAnswerResponse(_message.Message):
     UNCITED_SENTENCES_FIELD_NUMBER: _ClassVar[int]
     HALLUCINATION_RISK_FIELD_NUMBER: _ClassVar[int]
     SUPPORT_FIELD_NUMBER: _ClassVar[int]
+    LEAD_PROBABILITIES_FIELD_NUMBER: _ClassVar[int]
     answer: str
     citations: _containers.RepeatedCompositeFieldContainer[Citation]
     grounded: bool
@@ -47,7 +55,8 @@ class GenerateAnswerResponse(_message.Message):
     uncited_sentences: int
     hallucination_risk: float
     support: float
-    def __init__(self, answer: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ..., grounded: _Optional[bool] = ..., usage: _Optional[_Union[_common_pb2.ModelUsage, _Mapping]] = ..., removed_citations: _Optional[_Iterable[int]] = ..., uncited_sentences: _Optional[int] = ..., hallucination_risk: _Optional[float] = ..., support: _Optional[float] = ...) -> None: ...
+    lead_probabilities: _containers.ScalarMap[str, float]
+    def __init__(self, answer: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ..., grounded: _Optional[bool] = ..., usage: _Optional[_Union[_common_pb2.ModelUsage, _Mapping]] = ..., removed_citations: _Optional[_Iterable[int]] = ..., uncited_sentences: _Optional[int] = ..., hallucination_risk: _Optional[float] = ..., support: _Optional[float] = ..., lead_probabilities: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class GenerateAnswerEvent(_message.Message):
     __slots__ = ("delta", "answer")

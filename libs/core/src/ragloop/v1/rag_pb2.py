@@ -29,39 +29,43 @@ from ragloop.v1 import generator_pb2 as ragloop_dot_v1_dot_generator__pb2
 from ragloop.v1 import retriever_pb2 as ragloop_dot_v1_dot_retriever__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14ragloop/v1/rag.proto\x12\nragloop.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17ragloop/v1/common.proto\x1a\x1aragloop/v1/generator.proto\x1a\x1aragloop/v1/retriever.proto\"\xbd\x04\n\x0cQueryRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x12\n\x05top_k\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12!\n\x14similarity_threshold\x18\x03 \x01(\x01H\x01\x88\x01\x01\x12\x1d\n\x10relax_similarity\x18\x04 \x01(\x08H\x02\x88\x01\x01\x12\x1d\n\x15similarity_thresholds\x18\x05 \x03(\x01\x12!\n\x14max_rewrite_attempts\x18\x06 \x01(\x05H\x03\x88\x01\x01\x12!\n\x14grade_pass_threshold\x18\x07 \x01(\x01H\x04\x88\x01\x01\x12\x12\n\ncollection\x18\x08 \x01(\t\x12\x31\n\x0eretrieval_mode\x18\t \x01(\x0e\x32\x19.ragloop.v1.RetrievalMode\x12(\n\x07\x66ilters\x18\n \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0e\n\x06tenant\x18\x0b \x01(\t\x12\x1a\n\rtime_budget_s\x18\x0c \x01(\x01H\x05\x88\x01\x01\x12\x1b\n\x13\x61nswer_instructions\x18\r \x01(\t\x12-\n\x07history\x18\x0e \x03(\x0b\x32\x1c.ragloop.v1.ConversationTurnB\x08\n\x06_top_kB\x17\n\x15_similarity_thresholdB\x13\n\x11_relax_similarityB\x17\n\x15_max_rewrite_attemptsB\x17\n\x15_grade_pass_thresholdB\x10\n\x0e_time_budget_s\"\xb8\x03\n\rQueryResponse\x12\x0e\n\x06\x61nswer\x18\x01 \x01(\t\x12\x10\n\x08grounded\x18\x02 \x01(\x08\x12\'\n\tcitations\x18\x03 \x03(\x0b\x32\x14.ragloop.v1.Citation\x12\x19\n\x11removed_citations\x18\x04 \x03(\x05\x12\x19\n\x11uncited_sentences\x18\x05 \x01(\x05\x12\x1a\n\x12hallucination_risk\x18\x06 \x01(\x01\x12\'\n\x05query\x18\x07 \x01(\x0b\x32\x18.ragloop.v1.QuerySummary\x12\x33\n\x0frewrite_history\x18\x08 \x03(\x0b\x32\x1a.ragloop.v1.RewriteAttempt\x12/\n\tretrieval\x18\t \x01(\x0b\x32\x1c.ragloop.v1.RetrievalSummary\x12\x31\n\rgrader_result\x18\n \x01(\x0b\x32\x1a.ragloop.v1.GradingSummary\x12&\n\x08workflow\x18\x0b \x01(\x0b\x32\x14.ragloop.v1.Workflow\x12\x14\n\x07support\x18\x0c \x01(\x01H\x00\x88\x01\x01\x42\n\n\x08_support\"q\n\x0cQuerySummary\x12\x10\n\x08original\x18\x01 \x01(\t\x12\r\n\x05\x66inal\x18\x02 \x01(\t\x12\x15\n\rwas_rewritten\x18\x03 \x01(\x08\x12\x15\n\rrewrite_count\x18\x04 \x01(\x05\x12\x12\n\nstandalone\x18\x05 \x01(\t\"p\n\x10RetrievalSummary\x12\x17\n\x0ftotal_documents\x18\x01 \x01(\x05\x12\x1a\n\x12\x66iltered_documents\x18\x02 \x01(\x05\x12\'\n\tdocuments\x18\x03 \x03(\x0b\x32\x14.ragloop.v1.Document\"\x87\x01\n\x0eGradingSummary\x12\x11\n\tpass_rate\x18\x01 \x01(\x01\x12\x12\n\npass_count\x18\x02 \x01(\x05\x12\x13\n\x0btotal_count\x18\x03 \x01(\x05\x12\x16\n\x0eshould_rewrite\x18\x04 \x01(\x08\x12!\n\x06grades\x18\x05 \x03(\x0b\x32\x11.ragloop.v1.Grade\"\xd7\x01\n\x08Workflow\x12(\n\x07outcome\x18\x01 \x01(\x0e\x32\x17.ragloop.v1.LoopOutcome\x12+\n\rdecision_path\x18\x02 \x03(\x0e\x32\x14.ragloop.v1.LoopNode\x12\x32\n\x0fnode_executions\x18\x03 \x03(\x0b\x32\x19.ragloop.v1.NodeExecution\x12\x19\n\x11total_duration_ms\x18\x04 \x01(\x01\x12%\n\x05usage\x18\x05 \x01(\x0b\x32\x16.ragloop.v1.ModelUsage\"\xd9\x01\n\rNodeExecution\x12\"\n\x04node\x18\x01 \x01(\x0e\x32\x14.ragloop.v1.LoopNode\x12\r\n\x05round\x18\x02 \x01(\x05\x12.\n\nstarted_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0b\x64uration_ms\x18\x04 \x01(\x01\x12&\n\x06status\x18\x05 \x01(\x0e\x32\x16.ragloop.v1.NodeStatus\x12(\n\x07\x64\x65tails\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\"\xce\x01\n\nQueryEvent\x12/\n\x0cnode_started\x18\x01 \x01(\x0b\x32\x17.ragloop.v1.NodeStartedH\x00\x12\x31\n\rnode_finished\x18\x02 \x01(\x0b\x32\x18.ragloop.v1.NodeFinishedH\x00\x12(\n\x05token\x18\x03 \x01(\x0b\x32\x17.ragloop.v1.AnswerDeltaH\x00\x12)\n\x04\x64one\x18\x04 \x01(\x0b\x32\x19.ragloop.v1.QueryResponseH\x00\x42\x07\n\x05\x65vent\"O\n\x0bNodeStarted\x12\"\n\x04node\x18\x01 \x01(\x0e\x32\x14.ragloop.v1.LoopNode\x12\r\n\x05round\x18\x02 \x01(\x05\x12\r\n\x05query\x18\x03 \x01(\t\"\xa8\x01\n\x0cNodeFinished\x12\"\n\x04node\x18\x01 \x01(\x0e\x32\x14.ragloop.v1.LoopNode\x12\r\n\x05round\x18\x02 \x01(\x05\x12\x13\n\x0b\x64uration_ms\x18\x03 \x01(\x01\x12&\n\x06status\x18\x04 \x01(\x0e\x32\x16.ragloop.v1.NodeStatus\x12(\n\x07\x64\x65tails\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct*\x9e\x01\n\x08LoopNode\x12\x19\n\x15LOOP_NODE_UNSPECIFIED\x10\x00\x12\x16\n\x12LOOP_NODE_RETRIEVE\x10\x01\x12\x13\n\x0fLOOP_NODE_GRADE\x10\x02\x12\x15\n\x11LOOP_NODE_REWRITE\x10\x03\x12\x16\n\x12LOOP_NODE_GENERATE\x10\x04\x12\x1b\n\x17LOOP_NODE_CONTEXTUALIZE\x10\x05*T\n\nNodeStatus\x12\x1b\n\x17NODE_STATUS_UNSPECIFIED\x10\x00\x12\x12\n\x0eNODE_STATUS_OK\x10\x01\x12\x15\n\x11NODE_STATUS_ERROR\x10\x02*\xcc\x01\n\x0bLoopOutcome\x12\x1c\n\x18LOOP_OUTCOME_UNSPECIFIED\x10\x00\x12\x17\n\x13LOOP_OUTCOME_PASSED\x10\x01\x12\x1d\n\x19LOOP_OUTCOME_MAX_ATTEMPTS\x10\x02\x12!\n\x1dLOOP_OUTCOME_CIRCULAR_REWRITE\x10\x03\x12!\n\x1dLOOP_OUTCOME_BUDGET_EXHAUSTED\x10\x04\x12!\n\x1dLOOP_OUTCOME_NO_NEW_DOCUMENTS\x10\x05\x32\x8d\x01\n\nRagService\x12<\n\x05Query\x12\x18.ragloop.v1.QueryRequest\x1a\x19.ragloop.v1.QueryResponse\x12\x41\n\x0bQueryStream\x12\x18.ragloop.v1.QueryRequest\x1a\x16.ragloop.v1.QueryEvent0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14ragloop/v1/rag.proto\x12\nragloop.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17ragloop/v1/common.proto\x1a\x1aragloop/v1/generator.proto\x1a\x1aragloop/v1/retriever.proto\"\xbd\x04\n\x0cQueryRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x12\n\x05top_k\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12!\n\x14similarity_threshold\x18\x03 \x01(\x01H\x01\x88\x01\x01\x12\x1d\n\x10relax_similarity\x18\x04 \x01(\x08H\x02\x88\x01\x01\x12\x1d\n\x15similarity_thresholds\x18\x05 \x03(\x01\x12!\n\x14max_rewrite_attempts\x18\x06 \x01(\x05H\x03\x88\x01\x01\x12!\n\x14grade_pass_threshold\x18\x07 \x01(\x01H\x04\x88\x01\x01\x12\x12\n\ncollection\x18\x08 \x01(\t\x12\x31\n\x0eretrieval_mode\x18\t \x01(\x0e\x32\x19.ragloop.v1.RetrievalMode\x12(\n\x07\x66ilters\x18\n \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0e\n\x06tenant\x18\x0b \x01(\t\x12\x1a\n\rtime_budget_s\x18\x0c \x01(\x01H\x05\x88\x01\x01\x12\x1b\n\x13\x61nswer_instructions\x18\r \x01(\t\x12-\n\x07history\x18\x0e \x03(\x0b\x32\x1c.ragloop.v1.ConversationTurnB\x08\n\x06_top_kB\x17\n\x15_similarity_thresholdB\x13\n\x11_relax_similarityB\x17\n\x15_max_rewrite_attemptsB\x17\n\x15_grade_pass_thresholdB\x10\n\x0e_time_budget_s\"\xc0\x04\n\rQueryResponse\x12\x0e\n\x06\x61nswer\x18\x01 \x01(\t\x12\x10\n\x08grounded\x18\x02 \x01(\x08\x12\'\n\tcitations\x18\x03 \x03(\x0b\x32\x14.ragloop.v1.Citation\x12\x19\n\x11removed_citations\x18\x04 \x03(\x05\x12\x19\n\x11uncited_sentences\x18\x05 \x01(\x05\x12\x1a\n\x12hallucination_risk\x18\x06 \x01(\x01\x12\'\n\x05query\x18\x07 \x01(\x0b\x32\x18.ragloop.v1.QuerySummary\x12\x33\n\x0frewrite_history\x18\x08 \x03(\x0b\x32\x1a.ragloop.v1.RewriteAttempt\x12/\n\tretrieval\x18\t \x01(\x0b\x32\x1c.ragloop.v1.RetrievalSummary\x12\x31\n\rgrader_result\x18\n \x01(\x0b\x32\x1a.ragloop.v1.GradingSummary\x12&\n\x08workflow\x18\x0b \x01(\x0b\x32\x14.ragloop.v1.Workflow\x12\x14\n\x07support\x18\x0c \x01(\x01H\x00\x88\x01\x01\x12L\n\x12lead_probabilities\x18\r \x03(\x0b\x32\x30.ragloop.v1.QueryResponse.LeadProbabilitiesEntry\x1a\x38\n\x16LeadProbabilitiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x42\n\n\x08_support\"q\n\x0cQuerySummary\x12\x10\n\x08original\x18\x01 \x01(\t\x12\r\n\x05\x66inal\x18\x02 \x01(\t\x12\x15\n\rwas_rewritten\x18\x03 \x01(\x08\x12\x15\n\rrewrite_count\x18\x04 \x01(\x05\x12\x12\n\nstandalone\x18\x05 \x01(\t\"p\n\x10RetrievalSummary\x12\x17\n\x0ftotal_documents\x18\x01 \x01(\x05\x12\x1a\n\x12\x66iltered_documents\x18\x02 \x01(\x05\x12\'\n\tdocuments\x18\x03 \x03(\x0b\x32\x14.ragloop.v1.Document\"\x87\x01\n\x0eGradingSummary\x12\x11\n\tpass_rate\x18\x01 \x01(\x01\x12\x12\n\npass_count\x18\x02 \x01(\x05\x12\x13\n\x0btotal_count\x18\x03 \x01(\x05\x12\x16\n\x0eshould_rewrite\x18\x04 \x01(\x08\x12!\n\x06grades\x18\x05 \x03(\x0b\x32\x11.ragloop.v1.Grade\"\xd7\x01\n\x08Workflow\x12(\n\x07outcome\x18\x01 \x01(\x0e\x32\x17.ragloop.v1.LoopOutcome\x12+\n\rdecision_path\x18\x02 \x03(\x0e\x32\x14.ragloop.v1.LoopNode\x12\x32\n\x0fnode_executions\x18\x03 \x03(\x0b\x32\x19.ragloop.v1.NodeExecution\x12\x19\n\x11total_duration_ms\x18\x04 \x01(\x01\x12%\n\x05usage\x18\x05 \x01(\x0b\x32\x16.ragloop.v1.ModelUsage\"\xd9\x01\n\rNodeExecution\x12\"\n\x04node\x18\x01 \x01(\x0e\x32\x14.ragloop.v1.LoopNode\x12\r\n\x05round\x18\x02 \x01(\x05\x12.\n\nstarted_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0b\x64uration_ms\x18\x04 \x01(\x01\x12&\n\x06status\x18\x05 \x01(\x0e\x32\x16.ragloop.v1.NodeStatus\x12(\n\x07\x64\x65tails\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\"\xce\x01\n\nQueryEvent\x12/\n\x0cnode_started\x18\x01 \x01(\x0b\x32\x17.ragloop.v1.NodeStartedH\x00\x12\x31\n\rnode_finished\x18\x02 \x01(\x0b\x32\x18.ragloop.v1.NodeFinishedH\x00\x12(\n\x05token\x18\x03 \x01(\x0b\x32\x17.ragloop.v1.AnswerDeltaH\x00\x12)\n\x04\x64one\x18\x04 \x01(\x0b\x32\x19.ragloop.v1.QueryResponseH\x00\x42\x07\n\x05\x65vent\"O\n\x0bNodeStarted\x12\"\n\x04node\x18\x01 \x01(\x0e\x32\x14.ragloop.v1.LoopNode\x12\r\n\x05round\x18\x02 \x01(\x05\x12\r\n\x05query\x18\x03 \x01(\t\"\xa8\x01\n\x0cNodeFinished\x12\"\n\x04node\x18\x01 \x01(\x0e\x32\x14.ragloop.v1.LoopNode\x12\r\n\x05round\x18\x02 \x01(\x05\x12\x13\n\x0b\x64uration_ms\x18\x03 \x01(\x01\x12&\n\x06status\x18\x04 \x01(\x0e\x32\x16.ragloop.v1.NodeStatus\x12(\n\x07\x64\x65tails\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct*\x9e\x01\n\x08LoopNode\x12\x19\n\x15LOOP_NODE_UNSPECIFIED\x10\x00\x12\x16\n\x12LOOP_NODE_RETRIEVE\x10\x01\x12\x13\n\x0fLOOP_NODE_GRADE\x10\x02\x12\x15\n\x11LOOP_NODE_REWRITE\x10\x03\x12\x16\n\x12LOOP_NODE_GENERATE\x10\x04\x12\x1b\n\x17LOOP_NODE_CONTEXTUALIZE\x10\x05*T\n\nNodeStatus\x12\x1b\n\x17NODE_STATUS_UNSPECIFIED\x10\x00\x12\x12\n\x0eNODE_STATUS_OK\x10\x01\x12\x15\n\x11NODE_STATUS_ERROR\x10\x02*\xcc\x01\n\x0bLoopOutcome\x12\x1c\n\x18LOOP_OUTCOME_UNSPECIFIED\x10\x00\x12\x17\n\x13LOOP_OUTCOME_PASSED\x10\x01\x12\x1d\n\x19LOOP_OUTCOME_MAX_ATTEMPTS\x10\x02\x12!\n\x1dLOOP_OUTCOME_CIRCULAR_REWRITE\x10\x03\x12!\n\x1dLOOP_OUTCOME_BUDGET_EXHAUSTED\x10\x04\x12!\n\x1dLOOP_OUTCOME_NO_NEW_DOCUMENTS\x10\x05\x32\x8d\x01\n\nRagService\x12<\n\x05Query\x12\x18.ragloop.v1.QueryRequest\x1a\x19.ragloop.v1.QueryResponse\x12\x41\n\x0bQueryStream\x12\x18.ragloop.v1.QueryRequest\x1a\x16.ragloop.v1.QueryEvent0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ragloop.v1.rag_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_LOOPNODE']._serialized_start=2466
-  _globals['_LOOPNODE']._serialized_end=2624
-  _globals['_NODESTATUS']._serialized_start=2626
-  _globals['_NODESTATUS']._serialized_end=2710
-  _globals['_LOOPOUTCOME']._serialized_start=2713
-  _globals['_LOOPOUTCOME']._serialized_end=2917
+  _globals['_QUERYRESPONSE_LEADPROBABILITIESENTRY']._loaded_options = None
+  _globals['_QUERYRESPONSE_LEADPROBABILITIESENTRY']._serialized_options = b'8\001'
+  _globals['_LOOPNODE']._serialized_start=2602
+  _globals['_LOOPNODE']._serialized_end=2760
+  _globals['_NODESTATUS']._serialized_start=2762
+  _globals['_NODESTATUS']._serialized_end=2846
+  _globals['_LOOPOUTCOME']._serialized_start=2849
+  _globals['_LOOPOUTCOME']._serialized_end=3053
   _globals['_QUERYREQUEST']._serialized_start=181
   _globals['_QUERYREQUEST']._serialized_end=754
   _globals['_QUERYRESPONSE']._serialized_start=757
-  _globals['_QUERYRESPONSE']._serialized_end=1197
-  _globals['_QUERYSUMMARY']._serialized_start=1199
-  _globals['_QUERYSUMMARY']._serialized_end=1312
-  _globals['_RETRIEVALSUMMARY']._serialized_start=1314
-  _globals['_RETRIEVALSUMMARY']._serialized_end=1426
-  _globals['_GRADINGSUMMARY']._serialized_start=1429
-  _globals['_GRADINGSUMMARY']._serialized_end=1564
-  _globals['_WORKFLOW']._serialized_start=1567
-  _globals['_WORKFLOW']._serialized_end=1782
-  _globals['_NODEEXECUTION']._serialized_start=1785
-  _globals['_NODEEXECUTION']._serialized_end=2002
-  _globals['_QUERYEVENT']._serialized_start=2005
-  _globals['_QUERYEVENT']._serialized_end=2211
-  _globals['_NODESTARTED']._serialized_start=2213
-  _globals['_NODESTARTED']._serialized_end=2292
-  _globals['_NODEFINISHED']._serialized_start=2295
-  _globals['_NODEFINISHED']._serialized_end=2463
-  _globals['_RAGSERVICE']._serialized_start=2920
-  _globals['_RAGSERVICE']._serialized_end=3061
+  _globals['_QUERYRESPONSE']._serialized_end=1333
+  _globals['_QUERYRESPONSE_LEADPROBABILITIESENTRY']._serialized_start=1265
+  _globals['_QUERYRESPONSE_LEADPROBABILITIESENTRY']._serialized_end=1321
+  _globals['_QUERYSUMMARY']._serialized_start=1335
+  _globals['_QUERYSUMMARY']._serialized_end=1448
+  _globals['_RETRIEVALSUMMARY']._serialized_start=1450
+  _globals['_RETRIEVALSUMMARY']._serialized_end=1562
+  _globals['_GRADINGSUMMARY']._serialized_start=1565
+  _globals['_GRADINGSUMMARY']._serialized_end=1700
+  _globals['_WORKFLOW']._serialized_start=1703
+  _globals['_WORKFLOW']._serialized_end=1918
+  _globals['_NODEEXECUTION']._serialized_start=1921
+  _globals['_NODEEXECUTION']._serialized_end=2138
+  _globals['_QUERYEVENT']._serialized_start=2141
+  _globals['_QUERYEVENT']._serialized_end=2347
+  _globals['_NODESTARTED']._serialized_start=2349
+  _globals['_NODESTARTED']._serialized_end=2428
+  _globals['_NODEFINISHED']._serialized_start=2431
+  _globals['_NODEFINISHED']._serialized_end=2599
+  _globals['_RAGSERVICE']._serialized_start=3056
+  _globals['_RAGSERVICE']._serialized_end=3197
 # @@protoc_insertion_point(module_scope)

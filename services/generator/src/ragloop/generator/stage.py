@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from ragloop.core.domain import Answer, AnswerDelta, Document, ModelUsage
@@ -66,6 +66,7 @@ class _Lead:
     word: str | None
     choices: tuple[str, ...]
     usage: ModelUsage
+    probabilities: dict[str, float] = field(default_factory=dict)  # of each choice, 4 places
 
     @property
     def schema_choices(self) -> tuple[str, ...]:
@@ -224,7 +225,9 @@ class ModelGenerator:
         if probabilities is None:
             log.warning("the scored lead named none of %s; the answer chooses it", choices)
             return _Lead(None, choices, usage)
-        return _Lead(chosen_lead(probabilities, self._lead_yes_threshold), choices, usage)
+        word = chosen_lead(probabilities, self._lead_yes_threshold)
+        rounded = {choice: round(p, 4) for choice, p in probabilities.items()}
+        return _Lead(word, choices, usage, rounded)
 
     async def _checked_support(
         self, question: str, answer: Answer, documents: list[Document], lead: _Lead
@@ -270,7 +273,13 @@ class ModelGenerator:
         )
         if checked is None or not checked.text:  # no sentences, or citation markers only
             if lead.word is not None:  # a decision asked for is given, said to be unstated
-                return Answer(unstated_decision(lead.word), [], grounded=False, usage=usage)
+                return Answer(
+                    unstated_decision(lead.word),
+                    [],
+                    grounded=False,
+                    usage=usage,
+                    lead_probabilities=lead.probabilities,
+                )
             return Answer(NO_ANSWER, [], grounded=False, usage=usage)
         if checked.removed_citations:
             log.warning(
@@ -286,4 +295,5 @@ class ModelGenerator:
             removed_citations=checked.removed_citations,
             uncited_sentences=checked.uncited_sentences,
             hallucination_risk=checked.hallucination_risk,
+            lead_probabilities=lead.probabilities,
         )

@@ -249,6 +249,11 @@ class QueryResponse(BaseModel):
         description="The model's probability that the cited passages state the answer (the "
         "support check); an answer refused for a low figure keeps it. Null when not checked.",
     )
+    lead_probabilities: dict[str, float] = Field(
+        default_factory=dict,
+        description="Where answer_instructions name the words the answer must begin with: the "
+        "model's probability of each (normalised over them) from the call that chose the lead.",
+    )
     query: QuerySummary
     rewrite_history: list[RewriteOut]
     retrieval: RetrievalOut

@@ -1,0 +1,148 @@
+"""`python -m bench.threshold_sweep`: accuracy at other thresholds, from the runs of
+``bench.quality``, without model calls.
+
+- SQuAD 2.0 and the generator's support threshold: every answer's support figure is in the runs;
+  an answer whose support is below a threshold counts as the refusal it would have become. Answers
+  refused by a higher threshold during the run cannot be brought back, so sweep runs made with a
+  low one (``RAGLOOP_GENERATOR_SUPPORT_THRESHOLD=0.01``).
+- PubMedQA and the lead's yes-threshold: every decision's P(yes) is in the runs; at a threshold
+  the answer begins with yes at or above it and no below (``leads.chosen_lead``).
+
+Exact for single-shot and plain RAG; for the loop an approximation (a refusal there is rewritten,
+and what the rewrite finds is not in the runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.answers.items import SQUAD2
+from bench.answers.runs import QualityRun, QualityRunsFile
+from bench.common import RESULTS_DIR
+from bench.comparison.workload import PUBMEDQA
+
+SUPPORT_THRESHOLDS = (0.0, 0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8)
+LEAD_THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 1.01)
+YES, NO = "yes", "no"
+
+
+@dataclass(frozen=True)
+class SupportRow:
+    threshold: float
+    answerable_right: float
+    unanswerable_refused: float
+    overall: float
+    false_refusals: float
+
+
+@dataclass(frozen=True)
+class LeadRow:
+    threshold: float
+    accuracy: float
+    yes_share: float
+
+
+def outcome_at(run: QualityRun, threshold: float) -> tuple[bool, bool]:
+    """(right, refused) of ``run``'s answer had answers below ``threshold`` support been refused."""
+    answer = run.quality_answer
+    support = answer.support if answer else None
+    if run.refused or support is None or support >= threshold:
+        return run.correct, bool(run.refused)
+    return not run.quality_item.answerable, True
+
+
+def _done(runs: Iterable[QualityRun], dataset: str) -> list[QualityRun]:
+    return [r for r in runs if r.item.dataset == dataset and r.answered is not None and not r.error]
+
+
+def support_sweep(runs: Iterable[QualityRun], thresholds: Sequence[float]) -> list[SupportRow]:
+    """One row a support threshold over the answered SQuAD runs of one system."""
+    done = _done(runs, SQUAD2)
+    answerable = [r for r in done if r.quality_item.answerable]
+    unanswerable = [r for r in done if not r.quality_item.answerable]
+    rows = []
+    for threshold in thresholds:
+        right = [outcome_at(r, threshold) for r in answerable]
+        refusals = [outcome_at(r, threshold)[1] for r in unanswerable]
+        rows.append(
+            SupportRow(
+                threshold,
+                _share(ok for ok, _ in right),
+                _share(refusals),
+                _share([ok for ok, _ in right] + refusals),
+                _share(refused for _, refused in right),
+            )
+        )
+    return rows
+
+
+def lead_sweep(runs: Iterable[QualityRun], thresholds: Sequence[float]) -> list[LeadRow]:
+    """One row a yes-threshold over the PubMedQA runs of one system whose lead was scored
+    between yes and no (the others keep their recorded decision)."""
+    done = _done(runs, PUBMEDQA)
+    rows = []
+    for threshold in thresholds:
+        decisions = [(r, _decision_at(r, threshold)) for r in done]
+        rows.append(
+            LeadRow(
+                threshold,
+                _share(decision == r.item.decision for r, decision in decisions),
+                _share(decision == YES for _, decision in decisions),
+            )
+        )
+    return rows
+
+
+def _decision_at(run: QualityRun, threshold: float) -> str | None:
+    answer = run.quality_answer
+    probabilities = answer.lead_probabilities if answer else {}
+    if YES not in probabilities or NO not in probabilities:
+        return run.decision
+    return YES if probabilities[YES] >= threshold else NO
+
+
+def _share(flags: Iterable[bool]) -> float:
+    values = list(flags)
+    return round(sum(values) / len(values), 3) if values else float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs-file", default=str(RESULTS_DIR / "quality-dev-runs.jsonl.xz"))
+    parser.add_argument("--systems", default="single,ragloop")
+    args = parser.parse_args()
+    runs = QualityRunsFile(Path(args.runs_file)).runs()
+    for system in args.systems.split(","):
+        mine = [r for r in runs if r.system == system]
+        supported = sum(
+            1 for r in mine if r.quality_answer and r.quality_answer.support is not None
+        )
+        scored = sum(1 for r in mine if r.quality_answer and r.quality_answer.lead_probabilities)
+        print(
+            f"\n{system}: {len(mine)} runs, {supported} with a support figure, "
+            f"{scored} with a scored lead\n"
+        )
+        if supported:
+            print(
+                "| support threshold | answerable right | unanswerable refused | overall "
+                "| false refusals |"
+            )
+            print("|---:|---:|---:|---:|---:|")
+            for row in support_sweep(mine, SUPPORT_THRESHOLDS):
+                print(
+                    f"| {row.threshold:.2f} | {row.answerable_right:.3f} | "
+                    f"{row.unanswerable_refused:.3f} | {row.overall:.3f} | "
+                    f"{row.false_refusals:.3f} |"
+                )
+        if scored:
+            print("\n| lead yes-threshold | PubMedQA accuracy | yes share |")
+            print("|---:|---:|---:|")
+            for lead in lead_sweep(mine, LEAD_THRESHOLDS):
+                print(f"| {lead.threshold:.2f} | {lead.accuracy:.3f} | {lead.yes_share:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
