@@ -76,6 +76,11 @@ async def test_tokens_come_first_and_the_answer_is_what_generate_answer_returns(
     assert answer.grounded and [c.document_id for c in answer.citations] == ["storage-0"]
     # the answer, then its support check (which the real model's answer passed)
     assert answer.usage.calls == 2 and answer.usage.completion_tokens > 0
+    # The support figure of the second call differs in its last digits: llama-server evaluates
+    # a prompt it holds in its prefix cache along another numerical path.
+    assert unary.support == pytest.approx(answer.support, abs=0.01)
+    answer.ClearField("support")
+    unary.ClearField("support")
     assert answer == unary
 
 
