@@ -5,11 +5,11 @@ as the passage alone."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ragloop.core.domain import Document, Grade
+from ragloop.core.domain import Document
 from ragloop.core.text import estimated_tokens
 
 if TYPE_CHECKING:
@@ -18,28 +18,35 @@ if TYPE_CHECKING:
 
 def best_passed_documents(rounds: Sequence[Round], limit: int) -> list[Document]:
     """Passed documents of every round, deduplicated by id, most confident first."""
-    best: dict[str, tuple[Grade, Document]] = {}
-    for round_ in rounds:
-        for graded in round_.graded:
-            if graded.grade.relevant:
-                known = best.get(graded.document.id)
-                if known is None or graded.grade.confidence > known[0].confidence:
-                    best[graded.document.id] = (graded.grade, graded.document)
-    ranked = sorted(best.values(), key=lambda gd: (gd[0].confidence, gd[1].score), reverse=True)
-    return [doc for _, doc in ranked[:limit]]
+    passed = (
+        (graded.grade.confidence, graded.document)
+        for round_ in rounds
+        for graded in round_.graded
+        if graded.grade.relevant
+    )
+    return _highest_first(passed, limit)
 
 
 def most_similar_documents(rounds: Sequence[Round], limit: int) -> list[Document]:
     """Retrieved documents of every round, deduplicated by id, most similar to their round's
     query first: the retriever's ranking, which means the same whatever the grader's
     confidence means for a passage that failed."""
-    best: dict[str, Document] = {}
-    for round_ in rounds:
-        for document in round_.retrieval.documents:
-            known = best.get(document.id)
-            if known is None or document.score > known.score:
-                best[document.id] = document
-    return sorted(best.values(), key=lambda d: d.score, reverse=True)[:limit]
+    retrieved = (
+        (document.score, document) for round_ in rounds for document in round_.retrieval.documents
+    )
+    return _highest_first(retrieved, limit)
+
+
+def _highest_first(candidates: Iterable[tuple[float, Document]], limit: int) -> list[Document]:
+    """Each document once, with the highest value it comes with (the first of equals), highest
+    first, ties broken by retrieval score; at most ``limit``."""
+    best: dict[str, tuple[float, Document]] = {}
+    for value, document in candidates:
+        known = best.get(document.id)
+        if known is None or value > known[0]:
+            best[document.id] = (value, document)
+    ranked = sorted(best.values(), key=lambda vd: (vd[0], vd[1].score), reverse=True)
+    return [document for _, document in ranked[:limit]]
 
 
 def generation_context(documents: list[Document], budget_tokens: int) -> list[Document]:
