@@ -6,7 +6,7 @@
   refused by a higher threshold during the run cannot be brought back, so sweep runs made with a
   low one (``RAGLOOP_GENERATOR_SUPPORT_THRESHOLD=0.01``).
 - PubMedQA and the lead's yes-threshold: every decision's P(yes) is in the runs; at a threshold
-  the answer begins with yes at or above it and no below (``leads.chosen_lead``).
+  the answer begins with the word ``leads.chosen_lead`` picks at that threshold.
 
 Exact for single-shot and plain RAG; for the loop an approximation (a refusal there is rewritten,
 and what the rewrite finds is not in the runs).
@@ -21,28 +21,29 @@ from pathlib import Path
 
 from bench.answers.items import SQUAD2
 from bench.answers.runs import QualityRun, QualityRunsFile
+from bench.answers.summary import share
 from bench.common import RESULTS_DIR
 from bench.comparison.workload import PUBMEDQA
+from ragloop.generator.leads import YES, chosen_lead
 
 SUPPORT_THRESHOLDS = (0.0, 0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8)
 LEAD_THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 1.01)
-YES, NO = "yes", "no"
 
 
 @dataclass(frozen=True)
-class SupportRow:
+class SupportRow:  # shares, None where there is no question to count
     threshold: float
-    answerable_right: float
-    unanswerable_refused: float
-    overall: float
-    false_refusals: float
+    answerable_right: float | None
+    unanswerable_refused: float | None
+    overall: float | None
+    false_refusals: float | None
 
 
 @dataclass(frozen=True)
 class LeadRow:
     threshold: float
-    accuracy: float
-    yes_share: float
+    accuracy: float | None
+    yes_share: float | None
 
 
 def outcome_at(run: QualityRun, threshold: float) -> tuple[bool, bool]:
@@ -70,10 +71,10 @@ def support_sweep(runs: Iterable[QualityRun], thresholds: Sequence[float]) -> li
         rows.append(
             SupportRow(
                 threshold,
-                _share(ok for ok, _ in right),
-                _share(refusals),
-                _share([ok for ok, _ in right] + refusals),
-                _share(refused for _, refused in right),
+                share(ok for ok, _ in right),
+                share(refusals),
+                share([ok for ok, _ in right] + refusals),
+                share(refused for _, refused in right),
             )
         )
     return rows
@@ -89,24 +90,23 @@ def lead_sweep(runs: Iterable[QualityRun], thresholds: Sequence[float]) -> list[
         rows.append(
             LeadRow(
                 threshold,
-                _share(decision == r.item.decision for r, decision in decisions),
-                _share(decision == YES for _, decision in decisions),
+                share(decision == r.item.decision for r, decision in decisions),
+                share(decision == YES for _, decision in decisions),
             )
         )
     return rows
 
 
 def _decision_at(run: QualityRun, threshold: float) -> str | None:
+    """The lead the generator would choose at ``threshold``; the recorded one without scores."""
     answer = run.quality_answer
-    probabilities = answer.lead_probabilities if answer else {}
-    if YES not in probabilities or NO not in probabilities:
+    if answer is None or not answer.lead_probabilities:
         return run.decision
-    return YES if probabilities[YES] >= threshold else NO
+    return chosen_lead(answer.lead_probabilities, threshold)
 
 
-def _share(flags: Iterable[bool]) -> float:
-    values = list(flags)
-    return round(sum(values) / len(values), 3) if values else float("nan")
+def _cell(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
 
 
 def main() -> None:
@@ -132,16 +132,16 @@ def main() -> None:
             )
             print("|---:|---:|---:|---:|---:|")
             for row in support_sweep(mine, SUPPORT_THRESHOLDS):
-                print(
-                    f"| {row.threshold:.2f} | {row.answerable_right:.3f} | "
-                    f"{row.unanswerable_refused:.3f} | {row.overall:.3f} | "
-                    f"{row.false_refusals:.3f} |"
-                )
+                shares = (row.answerable_right, row.unanswerable_refused, row.overall)
+                cells = " | ".join(_cell(v) for v in (*shares, row.false_refusals))
+                print(f"| {row.threshold:.2f} | {cells} |")
         if scored:
             print("\n| lead yes-threshold | PubMedQA accuracy | yes share |")
             print("|---:|---:|---:|")
             for lead in lead_sweep(mine, LEAD_THRESHOLDS):
-                print(f"| {lead.threshold:.2f} | {lead.accuracy:.3f} | {lead.yes_share:.3f} |")
+                print(
+                    f"| {lead.threshold:.2f} | {_cell(lead.accuracy)} | {_cell(lead.yes_share)} |"
+                )
 
 
 if __name__ == "__main__":
