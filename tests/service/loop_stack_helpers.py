@@ -108,14 +108,23 @@ def silent_address() -> Iterator[str]:
 
 @asynccontextmanager
 async def rest_over_stages(
-    stages: dict[str, ServiceSpec | str], *, serve_grpc: bool = False, **settings: Any
+    stages: dict[str, ServiceSpec | str], **settings: Any
 ) -> AsyncIterator[str]:
     """The REST API's base URL. ``stages`` maps stage names to what serves them: a spec to
     serve on a free loopback port, or an address (e.g. ``closed_address()``); a stage not named
-    is that of ``simple_stages()``. With
-    ``serve_grpc`` the app also serves RagService (on ``orchestrator_grpc_port``). Unless
-    ``settings`` say otherwise, a round passes when 60% of its passages pass (the scripted rounds
-    of two or three passages with one failing are rewritten), answered at any confidence."""
+    is that of ``simple_stages()``. Unless ``settings`` say otherwise, a round passes when 60% of
+    its passages pass (the scripted rounds of two or three passages with one failing are
+    rewritten), answered at any confidence."""
+    async with stack_over_stages(stages, serve_grpc=False, **settings) as (url, _):
+        yield url
+
+
+@asynccontextmanager
+async def stack_over_stages(
+    stages: dict[str, ServiceSpec | str], *, serve_grpc: bool, **settings: Any
+) -> AsyncIterator[tuple[str, int]]:
+    """As ``rest_over_stages``, with the gRPC port of the app's RagService (0 without
+    ``serve_grpc``): a port picked once the stages listen, so that none of them can take it."""
     settings = {"grade_pass_threshold": 0.6, "answer_min_confidence": 0.0} | settings
     async with AsyncExitStack() as running:
         addresses = {}
@@ -123,9 +132,13 @@ async def rest_over_stages(
             if isinstance(served, ServiceSpec):
                 served = await running.enter_async_context(stage_address(served))
             addresses[f"{name}_address"] = served
-        app = create_app(OrchestratorSettings(**addresses, **settings), serve_grpc=serve_grpc)
+        grpc_port = free_port() if serve_grpc else 0
+        app = create_app(
+            OrchestratorSettings(**addresses, **settings, orchestrator_grpc_port=grpc_port),
+            serve_grpc=serve_grpc,
+        )
         with serving_http(app) as url:
-            yield url
+            yield url, grpc_port
 
 
 class RequestIdsSeen:

@@ -15,7 +15,6 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ragloop.core.domain import Turn
-from ragloop.local.processes import free_port
 from ragloop.v1 import common_pb2, rag_pb2, rag_pb2_grpc, retriever_pb2
 from tests.service.grpc_helpers import reflected_services
 from tests.service.loop_stack_helpers import (
@@ -23,10 +22,10 @@ from tests.service.loop_stack_helpers import (
     closed_address,
     generator_spec,
     grader_spec,
-    rest_over_stages,
     retriever_spec,
     rewriter_spec,
     simple_stages,
+    stack_over_stages,
 )
 from tests.service.test_rest_stream import PASS, StallingGrader, one_rewrite_stages
 from tests.unit.fakes import (
@@ -47,9 +46,8 @@ async def rag_over_stages(
     stages: dict[str, Any], **settings: Any
 ) -> AsyncIterator[grpc.aio.Channel]:
     """A channel to the RagService of the orchestrator app (REST and gRPC) over ``stages``."""
-    port = free_port()
     async with (
-        rest_over_stages(stages, serve_grpc=True, orchestrator_grpc_port=port, **settings),
+        stack_over_stages(stages, serve_grpc=True, **settings) as (_, port),
         grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel,
     ):
         yield channel

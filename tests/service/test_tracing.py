@@ -28,7 +28,6 @@ from ragloop.generator.__main__ import build_generator
 from ragloop.generator.settings import GeneratorSettings
 from ragloop.grader.__main__ import build_grader
 from ragloop.grader.settings import GraderSettings
-from ragloop.local.processes import free_port
 from ragloop.rewriter.__main__ import build_rewriter
 from ragloop.rewriter.settings import RewriterSettings
 from ragloop.v1 import rag_pb2, rag_pb2_grpc
@@ -40,6 +39,7 @@ from tests.service.loop_stack_helpers import (
     grader_spec,
     rest_over_stages,
     rewriter_spec,
+    stack_over_stages,
 )
 from tests.spans import Span, named, one, parent_of, summary, traced_in_memory
 
@@ -71,14 +71,20 @@ def model_stages(model: SchemaShapedChatModel) -> dict[str, Any]:
     }
 
 
-@asynccontextmanager
-async def api(tmp_path: Path, *, down: str = "", **settings: Any) -> AsyncIterator[str]:
-    """The REST API's base URL; the stage ``down`` names is down."""
+def traced_stages(tmp_path: Path, *, down: str = "") -> dict[str, Any]:
+    """Milvus Lite and model stages over a chat model that finds everything relevant; the stage
+    ``down`` names is down."""
     stages = {"retriever": retriever_spec(str(tmp_path / "milvus.db"))}
     stages |= model_stages(SchemaShapedChatModel(relevant=True))
     if down:
         stages[down] = closed_address()
-    async with rest_over_stages(stages, **settings) as url:
+    return stages
+
+
+@asynccontextmanager
+async def api(tmp_path: Path, *, down: str = "", **settings: Any) -> AsyncIterator[str]:
+    """The REST API's base URL over ``traced_stages``."""
+    async with rest_over_stages(traced_stages(tmp_path, down=down), **settings) as url:
         yield url
 
 
@@ -196,9 +202,8 @@ async def test_a_failed_stage_call_fails_its_spans(tmp_path: Path) -> None:
 
 
 async def test_rag_service_returns_the_trace_id_in_its_metadata(tmp_path: Path) -> None:
-    port = free_port()
     with traced_in_memory() as finished:
-        async with api(tmp_path, serve_grpc=True, orchestrator_grpc_port=port) as url:
+        async with stack_over_stages(traced_stages(tmp_path), serve_grpc=True) as (url, port):
             await asyncio.to_thread(post, url, "/v1/documents", {"documents": DOCUMENTS})
             async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
                 call = rag_pb2_grpc.RagServiceStub(channel).Query(

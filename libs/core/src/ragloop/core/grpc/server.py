@@ -114,6 +114,10 @@ async def start_server(
             # when a connection closes: closing each one after a while (calls on it run to their
             # end) lets an orchestrator find replicas added since it connected.
             ("grpc.max_connection_age_ms", round(MAX_CONNECTION_AGE_S * 1000)),
+            # gRPC binds with SO_REUSEPORT by default: a second server on a port already served
+            # (another stage, a stale process) then binds too and takes half of its calls, which
+            # fail UNIMPLEMENTED. Refuse to share, so that a port collision fails at start.
+            ("grpc.so_reuseport", 0),
         ],
     )
     spec.register(server)
@@ -123,10 +127,13 @@ async def start_server(
     reflection.enable_server_reflection(served, server)
     SERVER.init_series(served)
     address = f"{host}:{port}"
-    if credentials is None:
-        bound = server.add_insecure_port(address)
-    else:
-        bound = server.add_secure_port(address, credentials)
+    try:
+        if credentials is None:
+            bound = server.add_insecure_port(address)
+        else:
+            bound = server.add_secure_port(address, credentials)
+    except RuntimeError as exc:  # grpc's "Failed to bind": the port is taken or not ours
+        raise OSError(f"{spec.name}: cannot listen on {address} (is the port in use?)") from exc
     if bound == 0:
         raise OSError(f"{spec.name}: cannot listen on {address}")
     # grpc's health servicer reports the server ("") SERVING from the start: say NOT_SERVING
