@@ -98,7 +98,7 @@ async def test_a_scored_call_chooses_the_lead_before_the_answer_is_written() -> 
         "Question: Does it work?\nAnswer with one word: yes, no or maybe."
     )
     assert f"Instructions for the answer: {DECIDE}\n" in answer_call.text
-    assert answer_call.json_schema == ANSWER_SCHEMA  # the lead is chosen already
+    assert answer_call.json_schema == answer_schema(decided=True)  # the lead is chosen already
     assert answer.usage.calls == 2  # the scored call is part of the answer's cost
 
 

@@ -48,17 +48,31 @@ ANSWER_SCHEMA: dict[str, Any] = {
 }
 
 
-def answer_schema(leads: tuple[str, ...] = ()) -> dict[str, Any]:
+def answer_schema(leads: tuple[str, ...] = (), *, decided: bool = False) -> dict[str, Any]:
     """The reply schema; with ``leads`` (the words the user's instructions ask the answer to
     begin with, ``leads.required_lead``), a ``lead`` limited to them comes last: written after the
     sentences, the choice rests on them (written first, the 1.5B model chose the first word
-    offered for 10 PubMedQA dev questions of 10)."""
+    offered for 10 PubMedQA dev questions of 10). ``decided``: a scored call took the decision
+    already, and the reply must give the sentences it rests on (``answerable`` true, at least one
+    sentence): a decision is given whatever the passages (docs/decisions/0012), and left free the
+    model refused for a decision of no as if no meant unanswerable."""
+    schema = ANSWER_SCHEMA
+    if decided:
+        properties = ANSWER_SCHEMA["properties"]
+        schema = {
+            **schema,
+            "properties": {
+                **properties,
+                "answerable": {"enum": [True]},
+                "sentences": {**properties["sentences"], "minItems": 1},
+            },
+        }
     if not leads:
-        return ANSWER_SCHEMA
+        return schema
     return {
-        **ANSWER_SCHEMA,
-        "properties": {**ANSWER_SCHEMA["properties"], "lead": {"enum": list(leads)}},
-        "required": [*ANSWER_SCHEMA["required"], "lead"],
+        **schema,
+        "properties": {**schema["properties"], "lead": {"enum": list(leads)}},
+        "required": [*schema["required"], "lead"],
     }
 
 

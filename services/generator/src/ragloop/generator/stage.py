@@ -12,6 +12,7 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from typing import Any
 
 from ragloop.core.domain import Answer, AnswerDelta, Document, ModelUsage
 from ragloop.core.leads import required_lead
@@ -69,9 +70,12 @@ class _Lead:
     probabilities: dict[str, float] = field(default_factory=dict)  # of each choice, 4 places
 
     @property
-    def schema_choices(self) -> tuple[str, ...]:
-        """The leads the JSON answer chooses among: none once the scored call chose."""
-        return self.choices if self.word is None else ()
+    def schema(self) -> dict[str, Any]:
+        """The JSON answer's schema: choosing among the leads while the scored call chose none,
+        else giving the sentences the chosen one rests on."""
+        if self.word is None:
+            return answer_schema(self.choices)
+        return answer_schema(decided=True)
 
 
 _NO_LEAD = _Lead(None, (), ModelUsage())
@@ -114,7 +118,7 @@ class ModelGenerator:
         reply = await complete_structured(
             self._model,
             messages,
-            schema=answer_schema(lead.schema_choices),
+            schema=lead.schema,
             parse=parse_draft,
             max_tokens=self._max_tokens,
         )
@@ -168,7 +172,7 @@ class ModelGenerator:
         events = stream_structured(
             self._model,
             messages,
-            schema=answer_schema(lead.schema_choices),
+            schema=lead.schema,
             parse=parse_draft,
             max_tokens=self._max_tokens,
         )
