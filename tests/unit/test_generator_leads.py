@@ -98,6 +98,8 @@ async def test_a_scored_call_chooses_the_lead_before_the_answer_is_written() -> 
         "Question: Does it work?\nAnswer with one word: yes, no or maybe."
     )
     assert f"Instructions for the answer: {DECIDE}\n" in answer_call.text
+    # The answer is written for the decision taken, not asked whether one can be taken.
+    assert "The answer begins with No: write the sentences" in answer_call.text
     assert answer_call.json_schema == answer_schema(decided=True)  # the lead is chosen already
     assert answer.usage.calls == 2  # the scored call is part of the answer's cost
 
@@ -134,6 +136,7 @@ async def test_a_scored_reply_naming_no_lead_leaves_the_choice_to_the_answer() -
     answer = await ModelGenerator(model).generate("Does it work?", [doc("d1")], DECIDE)
     assert answer.text == "Maybe. The trial found no effect. [1]"
     assert model.calls[1].json_schema == answer_schema(("yes", "no", "maybe"))
+    assert "The answer begins with" not in model.calls[1].text  # no decision taken yet
 
 
 async def test_without_lead_instructions_there_is_no_scored_call() -> None:

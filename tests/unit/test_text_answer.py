@@ -68,6 +68,19 @@ async def test_the_instructions_follow_the_question() -> None:
     assert answer.text.startswith("Yes")
 
 
+async def test_the_answer_is_written_for_the_decision_taken() -> None:
+    model = ScriptedChatModel(["yes", "It is in France [1]."])
+    answer = await ModelGenerator(
+        model, support_threshold=0, answer_format=AnswerFormat.TEXT
+    ).generate("Is Normandy in France?", DOCS, "Begin your answer with yes or no.")
+    lead_call, answer_call = model.calls
+    assert lead_call.max_tokens == 1  # the scored call that takes the decision
+    # As in the JSON format, the answer prompt is told the decision, after the instructions.
+    user = answer_call.messages[1].content
+    assert user.index("Begin your answer with") < user.index("The answer begins with Yes")
+    assert answer.text == "Yes. It is in France. [1]"
+
+
 async def stream(reply: str) -> list[AnswerDelta | Answer]:
     generator = ModelGenerator(
         ScriptedChatModel([reply], stream_piece_chars=4),

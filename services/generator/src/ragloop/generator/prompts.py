@@ -11,7 +11,7 @@ from typing import Any
 from ragloop.core.domain import Document
 from ragloop.core.models import ChatMessage
 
-PROMPT_VERSION = "generate-v6"
+PROMPT_VERSION = "generate-v7"
 NO_ANSWER = "The sources do not contain the answer to this question."
 
 
@@ -99,14 +99,15 @@ def split_section_title(text: str) -> tuple[str, str]:
 
 
 def generate_messages(
-    question: str, documents: list[Document], instructions: str = ""
+    question: str, documents: list[Document], instructions: str = "", decision: str = ""
 ) -> list[ChatMessage]:
     """The system rules, then the numbered sources, the question and, when the user gave any,
-    their ``instructions`` for the answer."""
+    their ``instructions`` for the answer and the ``decision`` already taken for it."""
     user = (
         sources_block(documents)
         + f"\n\nQuestion: {question}\n"
         + instructions_line(instructions)
+        + decision_line(decision)
         + "Answer briefly, in your own words."
     )
     return [ChatMessage("system", SYSTEM), ChatMessage("user", user)]
@@ -124,6 +125,19 @@ def lead_messages(
     words = f"{', '.join(leads[:-1])} or {leads[-1]}"
     user = sources_block(documents) + f"\n\nQuestion: {question}\nAnswer with one word: {words}."
     return [ChatMessage("system", LEAD_SYSTEM), ChatMessage("user", user)]
+
+
+def decision_line(decision: str) -> str:
+    """The line that tells the answer prompt the decision a scored call already took (the lead
+    word, ``leads.chosen_lead``; "" for none): asked only to begin with yes or no, the model set
+    answerable to false for yes/no questions whose passages bear on them, and the answer said
+    the sources do not state the decision (generate-v7, docs/decisions/0012)."""
+    if not decision:
+        return ""
+    return (
+        f"The answer begins with {decision.capitalize()}: write the sentences of the sources "
+        "that this rests on.\n"
+    )
 
 
 def sources_block(documents: list[Document]) -> str:

@@ -110,7 +110,7 @@ class ModelGenerator:
         if not documents:
             return self._nothing_passed()
         lead = await self._lead(question, documents, instructions)
-        messages = self._messages(question, documents, instructions)
+        messages = self._messages(question, documents, instructions, lead)
         if self._format is AnswerFormat.TEXT:
             text_reply = await self._model.complete(messages, max_tokens=self._max_tokens)
             answer = self._answer(self._parsed_text(text_reply), documents, lead)
@@ -144,7 +144,7 @@ class ModelGenerator:
             yield answer
             return
         lead = await self._lead(question, documents, instructions)
-        messages = self._messages(question, documents, instructions)
+        messages = self._messages(question, documents, instructions, lead)
         shown = ""  # the text the deltas built so far
         if self._format is AnswerFormat.TEXT:
             text_reply: ChatReply | None = None
@@ -208,11 +208,12 @@ class ModelGenerator:
         return question, instructions
 
     def _messages(
-        self, question: str, documents: list[Document], instructions: str
+        self, question: str, documents: list[Document], instructions: str, lead: _Lead
     ) -> list[ChatMessage]:
+        decision = lead.word or ""
         if self._format is AnswerFormat.TEXT:
-            return text_messages(question, documents, instructions)
-        return generate_messages(question, documents, instructions)
+            return text_messages(question, documents, instructions, decision)
+        return generate_messages(question, documents, instructions, decision)
 
     async def _lead(self, question: str, documents: list[Document], instructions: str) -> _Lead:
         """The answer's first word, where the instructions ask for one of a few: the model's
