@@ -98,6 +98,7 @@ async def test_the_real_model_chooses_the_lead_in_a_scored_call_and_the_answer_b
     deltas, answer = split(await stream_events(settings, request))
 
     assert answer.answer.split(maxsplit=1)[0].strip(".,").lower() in ("yes", "no")
+    assert answer.citations, "the decision comes with the cited sentences it rests on"
     assert plain_text(text_since_last_restart(deltas)) == plain_text(answer.answer)
     assert answer.usage.calls == 2  # the scored lead, then the answer
 

@@ -53,9 +53,8 @@ def answer_schema(leads: tuple[str, ...] = (), *, decided: bool = False) -> dict
     begin with, ``leads.required_lead``), a ``lead`` limited to them comes last: written after the
     sentences, the choice rests on them (written first, the 1.5B model chose the first word
     offered for 10 PubMedQA dev questions of 10). ``decided``: a scored call took the decision
-    already, and the reply must give the sentences it rests on (``answerable`` true, at least one
-    sentence): a decision is given whatever the passages (docs/decisions/0012), and left free the
-    model refused for a decision of no as if no meant unanswerable."""
+    already, and the reply must give sentences (``answerable`` true, at least one): a decision is
+    given whatever the passages (docs/decisions/0012, "Sentences for the decision")."""
     schema = ANSWER_SCHEMA
     if decided:
         properties = ANSWER_SCHEMA["properties"]
@@ -129,9 +128,9 @@ def lead_messages(
 
 def decision_line(decision: str) -> str:
     """The line that tells the answer prompt the decision a scored call already took (the lead
-    word, ``leads.chosen_lead``; "" for none): asked only to begin with yes or no, the model set
-    answerable to false for yes/no questions whose passages bear on them, and the answer said
-    the sources do not state the decision (generate-v7, docs/decisions/0012)."""
+    word, ``leads.chosen_lead``; "" for none). With the answer's schema fixed to sentences, the
+    1.5B model then writes the sources' sentences the decision rests on; without the line it
+    wrote the question as a statement after "No" (docs/decisions/0012)."""
     if not decision:
         return ""
     return (
