@@ -82,3 +82,18 @@ def test_mcnemar_is_the_exact_two_sided_binomial_on_the_discordant_pairs() -> No
     assert mcnemar_p(0, 5) == mcnemar_p(5, 0)
     assert mcnemar_p(10, 2) == pytest.approx(2 * (1 + 12 + 66) / 4096)  # 0.03857
     assert mcnemar_p(1, 0) == 1.0  # capped
+
+
+@pytest.mark.parametrize(
+    ("answer", "right"),
+    [
+        ("Fort Coligny was founded in 1555, before Charlesfort (1562) [1][2].", True),
+        ("Charlesfort, founded in 1562, came after Fort Coligny [2].", False),
+        ("Charlesfort [2].", False),
+        ("It was Fort Coligny.", True),
+    ],
+)
+def test_a_comparison_is_right_when_it_names_the_gold_candidate_first(
+    answer: str, right: bool
+) -> None:
+    assert squad_correct(answer, ("Fort Coligny",), True, wrong=("Charlesfort",)) is right

@@ -3,10 +3,11 @@ and Milvus — ragloop (the five processes over REST), ragloop single-shot (``ma
 0), plain RAG (the retriever's ``top_k`` passages to ragloop's generator, nothing graded) and the
 LangGraph corrective RAG of ``bench/baseline``.
 
-SQuAD 2.0 (answerable questions: a gold answer in the answer; unanswerable ones: a refusal) and
-PubMedQA (the answer's leading yes/no/maybe), on a split chosen so that tuning never sees the
-reported questions: ``--split dev`` (SQuAD articles 1-4, PubMedQA outside the official test split)
-for tuning, ``--split report`` (articles 5-12, the official test split) for the figures.
+SQuAD 2.0 (answerable questions: a gold answer in the answer; unanswerable ones: a refusal),
+two-hop questions over the same paragraphs (``bench/data/multihop.json``: a gold answer in the
+answer) and PubMedQA (the answer's leading yes/no/maybe), on a split chosen so that tuning never
+sees the reported questions: ``--split dev`` (SQuAD articles 1-4, PubMedQA outside the official
+test split) for tuning, ``--split report`` (articles 5-12, the official test split) for the figures.
 
 Each run (system, data set, question) is appended to the runs file as it ends; an invocation
 makes only the runs the file lacks (or that failed), so it can be stopped (Ctrl-C, ``kill``) and
@@ -17,7 +18,7 @@ the file and merged into ``--output``. The runs file is ``NAME-runs.jsonl.xz`` b
 make them again; ``--summarise`` only recomputes the figures; ``--report-only`` prints the tables
 of ``--output``.
 A smoke run:
-``--squad 4 --pubmedqa 2 --corpus-limit 40 --output /tmp/quality-smoke/quality.json``.
+``--squad 4 --multihop 2 --pubmedqa 2 --corpus-limit 40 --output /tmp/quality-smoke/quality.json``.
 """
 
 from __future__ import annotations
@@ -35,7 +36,16 @@ from typing import Any
 import httpx
 
 from bench.answers import report
-from bench.answers.items import DATASETS, SPLITS, SQUAD2, Workload, workload
+from bench.answers.items import (
+    COLLECTIONS,
+    DATASETS,
+    MULTIHOP,
+    SPLITS,
+    SQUAD2,
+    Workload,
+    workload,
+)
+from bench.answers.multihop import MULTIHOP_ITEMS
 from bench.answers.runs import QualityRun, QualityRunsFile, pending
 from bench.answers.summary import quality_figures
 from bench.answers.systems import (
@@ -84,11 +94,13 @@ def build_systems(
     client: httpx.AsyncClient,
     stack: RunningStack,
     milvus_uri: str,
-    collections: list[str],
+    datasets: list[str],
 ) -> tuple[list[System], Any, Any]:
     """The named systems, in ``SYSTEMS``' order, with the retriever and the plain generator's
     model to close afterwards."""
-    policies = {name: server_policy(OrchestratorSettings(), name) for name in collections}
+    policies = {
+        dataset: server_policy(OrchestratorSettings(), COLLECTIONS[dataset]) for dataset in datasets
+    }
     retriever = build_retriever(RetrieverSettings(milvus_uri=milvus_uri))
     endpoint = ModelEndpoint(stack.model_url, QWEN_CODER_1_5B.name)
     generator_settings: GeneratorSettings = endpoint.settings(GeneratorSettings)
@@ -134,16 +146,16 @@ async def measure(
     runs_file: QualityRunsFile,
     record_with: Mapping[str, str],
 ) -> None:
-    collections = sorted(load.corpora)
+    datasets = list(dict.fromkeys(item.dataset for item in load.items))
     async with httpx.AsyncClient() as client:
         systems, retriever, generator_model = build_systems(
-            args.systems, client, stack, milvus_uri, collections
+            args.systems, client, stack, milvus_uri, datasets
         )
         try:
             by_name = {system.name: system for system in systems}
             todo = pending(load.items, [s.name for s in systems], runs_file.made())
             if args.warm_up:
-                await warm_up(systems, collections[0])
+                await warm_up(systems, datasets[0])
             meter, started = Meter(client), time.perf_counter()
             for done, (item, name) in enumerate(todo, start=1):
                 run = QualityRun.of(await meter.measure(by_name[name], item))
@@ -157,8 +169,12 @@ async def measure(
 def run(args: argparse.Namespace, runs_file: QualityRunsFile) -> dict[str, Any]:
     """Makes the runs the file lacks; returns what describes this invocation."""
     clock = time.perf_counter()
-    counts = {SQUAD2: args.squad, PUBMEDQA: args.pubmedqa}
-    paths = {SQUAD2: Path(args.squad2_data), PUBMEDQA: Path(args.pubmedqa_data)}
+    counts = {SQUAD2: args.squad, MULTIHOP: args.multihop, PUBMEDQA: args.pubmedqa}
+    paths = {
+        SQUAD2: Path(args.squad2_data),
+        MULTIHOP: Path(args.multihop_data),
+        PUBMEDQA: Path(args.pubmedqa_data),
+    }
     load = workload(args.parts, args.split, args.seed, counts, paths, args.corpus_limit)
     todo = pending(load.items, args.systems, runs_file.made())
     print(
@@ -199,6 +215,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--squad", type=int, default=200, help="SQuAD 2.0 questions, half answerable"
     )
+    parser.add_argument(
+        "--multihop", type=int, default=30, help="two-hop questions (the split has 30)"
+    )
     parser.add_argument("--pubmedqa", type=int, default=50, help="PubMedQA questions")
     parser.add_argument(
         "--systems",
@@ -210,6 +229,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--squad2-data", default=str(SHARED_DATA / "squad2" / "squad2-dev-subset.json")
     )
+    parser.add_argument("--multihop-data", default=str(MULTIHOP_ITEMS))
     parser.add_argument(
         "--pubmedqa-data",
         default=str(SHARED_DATA / "pubmedqa" / "ori_pqal.json"),

@@ -19,6 +19,8 @@ COLUMNS = (
     ("SQuAD unanswerable", "squad2_unanswerable_accuracy"),
     ("SQuAD overall", "squad2_accuracy"),
     ("false refusals", "squad2_false_refusal"),
+    ("two-hop", "multihop_accuracy"),
+    ("two-hop both passed", "multihop_both_passed"),
     ("PubMedQA accuracy", "pubmedqa_decision_accuracy"),
     ("PubMedQA decided", "pubmedqa_decided_share"),
     ("citation validity", "citation_validity"),
@@ -45,14 +47,21 @@ def _cell(figures: Figures, key: str, system: str) -> str:
 
 
 def systems_table(figures: Figures) -> str:
-    lines = [
-        "| system | " + " | ".join(title for title, _ in COLUMNS) + " |",
-        "|---" + "|---:" * len(COLUMNS) + "|",
+    """A row a system with runs; a column a figure that some of them have (a run of some data
+    sets leaves the others' columns out)."""
+    systems = [(system, title) for system, title in TITLES if figures.get(f"runs_{system}")]
+    columns = [
+        (name, key)
+        for name, key in COLUMNS
+        if any(figures.get(f"{key}_{system}") is not None for system, _ in systems)
     ]
-    for system, title in TITLES:
-        if figures.get(f"runs_{system}"):
-            cells = [_cell(figures, key, system) for _, key in COLUMNS]
-            lines.append(f"| {title} | " + " | ".join(cells) + " |")
+    lines = [
+        "| system | " + " | ".join(name for name, _ in columns) + " |",
+        "|---" + "|---:" * len(columns) + "|",
+    ]
+    for system, title in systems:
+        cells = [_cell(figures, key, system) for _, key in columns]
+        lines.append(f"| {title} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

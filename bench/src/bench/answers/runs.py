@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from bench.answers.items import SQUAD2, QualityItem
+from bench.answers.items import ANSWER_SPANS, SQUAD2, QualityItem
 from bench.answers.scoring import holds_answer, is_refusal, squad_correct
 from bench.comparison.runs import Answered, QueryRun, RunKey, RunsFile
 
@@ -82,7 +82,6 @@ class QualityAnswer(Answered):
 
 
 _EXTRA_ANSWER_FIELDS = ("citations", "removed_citations", "rounds", "support", "lead_probabilities")
-_EXTRA_ITEM_FIELDS = ("answers", "answerable", "split", "seed")
 
 
 def _values(instance: object) -> dict[str, Any]:
@@ -113,11 +112,12 @@ class QualityRun(QueryRun):
 
     @property
     def correct(self) -> bool:
-        """SQuAD: ``squad_correct``; PubMedQA: the answer begins with the experts' decision."""
+        """SQuAD and two-hop: ``squad_correct``; PubMedQA: the answer begins with the experts'
+        decision."""
         item = self.quality_item
-        if item.dataset != SQUAD2 or self.answered is None:
+        if item.dataset not in ANSWER_SPANS or self.answered is None:
             return super().correct
-        return squad_correct(self.answered.answer, item.answers, bool(item.answerable))
+        return squad_correct(self.answered.answer, item.answers, bool(item.answerable), item.wrong)
 
     @property
     def round1_answer_bearing_passed(self) -> bool | None:
@@ -135,11 +135,28 @@ class QualityRun(QueryRun):
         answered = self.quality_answer
         return any(r.answer_bearing_passed for r in (answered.rounds if answered else ())[1:])
 
+    @property
+    def passed_sources(self) -> set[str]:
+        """The documents of the passages graded relevant in any round."""
+        answered = self.quality_answer
+        return {
+            source
+            for r in (answered.rounds if answered else ())
+            for id_, source in zip(r.retrieved, r.sources, strict=True)
+            if id_ in (r.passed or ())
+        }
+
+    @property
+    def retrieved_sources(self) -> set[str]:
+        answered = self.quality_answer
+        return {source for r in (answered.rounds if answered else ()) for source in r.sources}
+
     def record(self) -> dict[str, Any]:
         item = self.quality_item
         return super().record() | {
             "answers": list(item.answers),
             "answerable": item.answerable,
+            "wrong": list(item.wrong),
             "split": item.split,
             "seed": item.seed,
             "refused": self.refused,
@@ -157,6 +174,7 @@ class QualityRun(QueryRun):
             **_values(base.item),
             answers=tuple(record["answers"]),
             answerable=record["answerable"],
+            wrong=tuple(record.get("wrong", ())),
             split=record["split"],
             seed=record["seed"],
         )

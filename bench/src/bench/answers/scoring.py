@@ -50,10 +50,17 @@ def normalise(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
+def _first_position(text: str, names: Iterable[str]) -> int | None:
+    """Where the first of ``names``, normalised, stands in ``text`` normalised (on word
+    boundaries); None when none does."""
+    padded = f" {normalise(plain_text(text))} "
+    found = [padded.find(f" {name} ") for name in map(normalise, names) if name]
+    return min((at for at in found if at >= 0), default=None)
+
+
 def holds_answer(text: str, answers: Iterable[str]) -> bool:
     """Some gold answer, normalised, stands in ``text`` normalised (on word boundaries)."""
-    padded = f" {normalise(plain_text(text))} "
-    return any(gold and f" {gold} " in padded for gold in map(normalise, answers))
+    return _first_position(text, answers) is not None
 
 
 def is_refusal(answer: str) -> bool:
@@ -62,11 +69,16 @@ def is_refusal(answer: str) -> bool:
     return not text or NO_ANSWER.lower() in text or _REFUSALS.search(text) is not None
 
 
-def squad_correct(answer: str, answers: Iterable[str], answerable: bool) -> bool:
-    """Answerable: not a refusal, and a gold answer stands in it. Unanswerable: a refusal."""
+def squad_correct(
+    answer: str, answers: Iterable[str], answerable: bool, wrong: Iterable[str] = ()
+) -> bool:
+    """Answerable: not a refusal, and a gold answer stands in it before any ``wrong`` one (a
+    comparison's other candidate, which the question names too). Unanswerable: a refusal."""
     if is_refusal(answer):
         return not answerable
-    return answerable and holds_answer(answer, answers)
+    gold = _first_position(answer, answers)
+    other = _first_position(answer, wrong)
+    return answerable and gold is not None and (other is None or gold < other)
 
 
 def mcnemar_p(wins: int, losses: int) -> float:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from bench.answers.items import SQUAD2
+from bench.answers.items import MULTIHOP, SQUAD2
 from bench.answers.runs import QualityRun
 from bench.answers.scoring import mcnemar_p
 from bench.answers.squad import SPLIT_ARTICLES
@@ -61,6 +61,28 @@ def citation_validity(runs: Iterable[QualityRun]) -> float | None:
     return round(valid / total, 4) if total else None
 
 
+def multihop_figures(runs: Sequence[QualityRun]) -> Figures:
+    """Two-hop questions: right answers, refusals, and how often both paragraphs were retrieved
+    (systems that report their rounds), passed grading (those that grade) and reached the
+    generator."""
+    hops = [run for run in runs if run.item.dataset == MULTIHOP]
+    with_rounds = [run for run in hops if run.quality_answer and run.quality_answer.rounds]
+    graded = [
+        run for run in with_rounds if any(r.passed is not None for r in run.quality_answer.rounds)
+    ]
+    return {
+        "multihop_accuracy": share(run.correct for run in hops),
+        "multihop_refusal": share(bool(run.refused) for run in hops),
+        "multihop_both_retrieved": share(
+            run.item.relevant <= run.retrieved_sources for run in with_rounds
+        ),
+        "multihop_both_passed": share(run.item.relevant <= run.passed_sources for run in graded),
+        "multihop_both_given": share(
+            run.item.relevant <= set(run.answered.evidence) for run in hops if run.answered
+        ),
+    }
+
+
 def system_figures(system: str, runs: Sequence[QualityRun]) -> Figures:
     done = answered(runs)
     seconds = [run.seconds for run in done]
@@ -77,6 +99,7 @@ def system_figures(system: str, runs: Sequence[QualityRun]) -> Figures:
         "squad2_unanswerable_accuracy": share(run.correct for run in _squad(done, False)),
         "squad2_unanswerable_refusal": share(bool(run.refused) for run in _squad(done, False)),
         "squad2_false_refusal": share(bool(run.refused) for run in _squad(done, True)),
+        **multihop_figures(done),
         "pubmedqa_decision_accuracy": share(run.correct for run in pubmedqa),
         "pubmedqa_decided_share": share(run.decision is not None for run in pubmedqa),
         "citation_validity": citation_validity(done),
@@ -150,8 +173,10 @@ def count_figures(runs: Sequence[QualityRun]) -> Figures:
     return {
         "squad2_answerable_questions": sum(1 for a in squad.values() if a),
         "squad2_unanswerable_questions": sum(1 for a in squad.values() if not a),
+        "multihop_questions": len({r.item.id for r in runs if r.item.dataset == MULTIHOP}),
         "pubmedqa_questions": len({r.item.id for r in runs if r.item.dataset == PUBMEDQA}),
         "common_questions_squad2": sum(1 for dataset, _ in common if dataset == SQUAD2),
+        "common_questions_multihop": sum(1 for dataset, _ in common if dataset == MULTIHOP),
         "common_questions_pubmedqa": sum(1 for dataset, _ in common if dataset == PUBMEDQA),
     }
 
@@ -171,6 +196,9 @@ def split_description(runs: Sequence[QualityRun]) -> str:
                 f"squad2 articles {first}-{last}, {counts['squad2_answerable_questions']} "
                 f"answerable + {counts['squad2_unanswerable_questions']} unanswerable (seed {seed})"
             )
+        if counts["multihop_questions"]:
+            count = counts["multihop_questions"]
+            described.append(f"multihop {split} items, {count} (seed {seed})")
         if counts["pubmedqa_questions"]:
             which = PUBMEDQA_SPLITS.get(split, split)
             described.append(f"pubmedqa {which}, {counts['pubmedqa_questions']} (seed {seed})")
