@@ -224,3 +224,50 @@ async def test_without_a_decision_nothing_passed_is_refused_without_the_generato
     )
 
     assert generator.calls == [[]] and result.answer.text == REFUSAL
+
+
+async def test_a_filled_context_gives_the_generator_the_failed_passages_after_the_passed() -> None:
+    generator = AnswersWhenGiven("bridge")
+    retriever = ScriptedRetriever(
+        {
+            QUESTION: [
+                doc("noise", score=0.3),
+                doc("engine", score=0.5),
+                doc("bridge", score=0.7),
+                doc("far", score=0.1),
+            ]
+        }
+    )
+    grader = DictGrader({"engine": PASS, "bridge": FAIL, "noise": FAIL, "far": FAIL})
+
+    result = await CorrectiveLoop(
+        LoopStages(retriever, grader, ScriptedRewriter([]), generator)
+    ).run(QUESTION, policy(fill_generation_context=True, max_generation_documents=3))
+
+    # The passed passage first, then the failed ones most similar first, up to the limit.
+    assert generator.calls == [["engine", "bridge", "noise"]]
+    assert result.answer.grounded and result.trace.decision_path[-1] == "generate"
+
+
+async def test_without_the_fill_only_passed_passages_reach_the_generator() -> None:
+    generator = AnswersWhenGiven("bridge")
+    retriever = ScriptedRetriever({QUESTION: [doc("engine", score=0.5), doc("bridge")]})
+    grader = DictGrader({"engine": PASS, "bridge": FAIL})
+
+    await CorrectiveLoop(LoopStages(retriever, grader, ScriptedRewriter([]), generator)).run(
+        QUESTION, policy(max_rewrite_attempts=0)
+    )
+
+    assert generator.calls == [["engine"]]
+
+
+async def test_nothing_passed_is_still_refused_with_a_filled_context() -> None:
+    generator = AnswersWhenGiven("engine")
+    retriever = ScriptedRetriever({QUESTION: [doc("engine"), doc("noise")]})
+    grader = DictGrader({"engine": FAIL, "noise": FAIL})
+
+    result = await CorrectiveLoop(
+        LoopStages(retriever, grader, ScriptedRewriter([]), generator)
+    ).run(QUESTION, policy(max_rewrite_attempts=0, fill_generation_context=True))
+
+    assert generator.calls == [[]] and result.answer.text == REFUSAL

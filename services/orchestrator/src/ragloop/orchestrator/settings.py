@@ -8,6 +8,7 @@ from ragloop.core.names import Stage
 from ragloop.core.stage_registry import STAGE_SPECS, stage_spec
 from ragloop.orchestrator.loop.corrective import (
     DEFAULT_ANSWER_MIN_CONFIDENCE,
+    DEFAULT_FILL_GENERATION_CONTEXT,
     DEFAULT_GENERATION_CONTEXT_TOKENS,
     DEFAULT_GENERATION_RESERVE_S,
     DEFAULT_MAX_GENERATION_DOCUMENTS,
@@ -131,6 +132,13 @@ class OrchestratorSettings(StageAddresses, ReliabilitySettings, RequestPolicy):
         "characters a token): passed passages, the most confident first, while they fit; the "
         "first always. Each 250 tokens cost the default 1.5B model on two cores about 3 s of "
         "prompt evaluation: raise it for a larger context or a GPU.",
+    )
+    fill_generation_context: bool = Field(
+        DEFAULT_FILL_GENERATION_CONTEXT,
+        description="When passages passed grading, fill what they leave of "
+        "`RAGLOOP_GENERATION_CONTEXT_TOKENS` (and `RAGLOOP_MAX_GENERATION_DOCUMENTS`) with the "
+        "other retrieved passages, the most similar first: a two-hop question's other passage "
+        "does not answer it alone and fails grading (docs/decisions/0013-filling-the-context.md).",
     )
     answer_min_confidence: float = Field(
         DEFAULT_ANSWER_MIN_CONFIDENCE,

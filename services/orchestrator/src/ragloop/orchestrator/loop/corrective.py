@@ -63,7 +63,7 @@ from ragloop.orchestrator.loop.events import (
 from ragloop.orchestrator.loop.generation_context import (
     best_passed_documents,
     generation_context,
-    most_similar_documents,
+    with_most_similar,
 )
 from ragloop.orchestrator.loop.request_policy import REQUEST_DEFAULTS
 from ragloop.orchestrator.loop.thresholds import threshold_of_round
@@ -80,6 +80,10 @@ DEFAULT_ANSWER_MIN_CONFIDENCE = 0.6
 # many (estimated) tokens, and at most this many passages.
 DEFAULT_GENERATION_CONTEXT_TOKENS = 1000
 DEFAULT_MAX_GENERATION_DOCUMENTS = 5
+# Fill what the passed passages leave of that budget with the others retrieved, most similar
+# first: a two-hop question's bridge passage does not answer it alone and fails grading
+# (decision 0013).
+DEFAULT_FILL_GENERATION_CONTEXT = False
 DEFAULT_GENERATION_RESERVE_S = 60.0
 
 
@@ -112,6 +116,7 @@ class LoopPolicy:
     generation_reserve_s: float = DEFAULT_GENERATION_RESERVE_S
     max_generation_documents: int = DEFAULT_MAX_GENERATION_DOCUMENTS
     generation_context_tokens: int = DEFAULT_GENERATION_CONTEXT_TOKENS
+    fill_generation_context: bool = DEFAULT_FILL_GENERATION_CONTEXT
     answer_min_confidence: float = DEFAULT_ANSWER_MIN_CONFIDENCE
 
     def similarity_threshold_of(self, round_number: int) -> float:
@@ -372,8 +377,11 @@ class _Run:
         # evidence as much as the last round's.
         limit = min(self.policy.top_k, self.policy.max_generation_documents)
         best = best_passed_documents(self.trace.rounds, limit)
-        if not best and self.decision_required:
-            best = most_similar_documents(self.trace.rounds, limit)
+        # A decision asked for is weighed from what was found even when nothing passed
+        # (decision 0012); filling the context gives a two-hop question its other passage.
+        fill = self.policy.fill_generation_context if best else self.decision_required
+        if fill:
+            best = with_most_similar(best, self.trace.rounds, limit)
         return generation_context(best, self.policy.generation_context_tokens)
 
     async def _rounds(self) -> Outcome:

@@ -1,5 +1,6 @@
 """What reaches the generator: the passed passages of every round, most confident first (for a
-decision asked for, where none passed, the retrieved ones most similar first), each as its window
+decision asked for, where none passed, the retrieved ones most similar first; with
+``fill_generation_context``, the other retrieved ones after the passed ones), each as its window
 (the passage with its neighbouring chunks, decision 0011) while that fits the token budget, else
 as the passage alone."""
 
@@ -27,14 +28,20 @@ def best_passed_documents(rounds: Sequence[Round], limit: int) -> list[Document]
     return _highest_first(passed, limit)
 
 
-def most_similar_documents(rounds: Sequence[Round], limit: int) -> list[Document]:
-    """Retrieved documents of every round, deduplicated by id, most similar to their round's
-    query first: the retriever's ranking, which means the same whatever the grader's
-    confidence means for a passage that failed."""
+def with_most_similar(
+    chosen: list[Document], rounds: Sequence[Round], limit: int
+) -> list[Document]:
+    """``chosen``, then the other retrieved documents of every round, deduplicated by id, most
+    similar to their round's query first (the retriever's ranking, which means the same whatever
+    the grader's confidence means for a passage that failed); at most ``limit`` in all."""
+    known = {document.id for document in chosen}
     retrieved = (
-        (document.score, document) for round_ in rounds for document in round_.retrieval.documents
+        (document.score, document)
+        for round_ in rounds
+        for document in round_.retrieval.documents
+        if document.id not in known
     )
-    return _highest_first(retrieved, limit)
+    return [*chosen, *_highest_first(retrieved, max(0, limit - len(chosen)))][:limit]
 
 
 def _highest_first(candidates: Iterable[tuple[float, Document]], limit: int) -> list[Document]:

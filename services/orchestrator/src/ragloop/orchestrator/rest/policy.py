@@ -24,6 +24,7 @@ def resolve_policy(request: QueryRequest, settings: OrchestratorSettings) -> Loo
         generation_reserve_s=settings.generation_reserve_s,
         max_generation_documents=settings.max_generation_documents,
         generation_context_tokens=settings.generation_context_tokens,
+        fill_generation_context=settings.fill_generation_context,
         answer_min_confidence=settings.answer_min_confidence,
     )
 
