@@ -387,6 +387,12 @@ class ScriptedChatModel:
 
 def partial_pass_policy(**changes: Any) -> LoopPolicy:
     """A loop policy whose round passes when 60% of its passages pass, so that the tests' rounds
-    of two or three passages with one failing are rewritten, and that answers from a passed
-    passage of any confidence; other fields as given."""
-    return LoopPolicy(**({"grade_pass_threshold": 0.6, "answer_min_confidence": 0.0} | changes))
+    of two or three passages with one failing are rewritten, that answers from a passed passage
+    of any confidence, and that gives the generator the passed passages only (the tests count
+    what reaches it); other fields as given."""
+    defaults = {
+        "grade_pass_threshold": 0.6,
+        "answer_min_confidence": 0.0,
+        "fill_generation_context": False,
+    }
+    return LoopPolicy(**(defaults | changes))

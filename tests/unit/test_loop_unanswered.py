@@ -46,6 +46,7 @@ def policy(**changes: object) -> LoopPolicy:
         "grade_pass_threshold": 0.2,
         "max_rewrite_attempts": 3,
         "max_generation_documents": 5,
+        "fill_generation_context": False,  # what passed reaches the generator, unless a test fills
     }
     return LoopPolicy(**(defaults | changes))  # type: ignore[arg-type]
 

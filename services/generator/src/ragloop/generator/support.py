@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from ragloop.core.domain import Answer, Document
 
-# Calibrated on SQuAD 2.0 dev questions with the default model (docs/decisions/0008); 0: off.
-DEFAULT_SUPPORT_THRESHOLD = 0.6
+# Calibrated on SQuAD 2.0 and two-hop dev questions with the default model, with the orchestrator
+# filling the generator's context (docs/decisions/0008, 0013); 0: off.
+DEFAULT_SUPPORT_THRESHOLD = 0.4
 
 
 def cited_documents(answer: Answer, documents: list[Document]) -> list[Document]:

@@ -83,7 +83,7 @@ DEFAULT_MAX_GENERATION_DOCUMENTS = 5
 # Fill what the passed passages leave of that budget with the others retrieved, most similar
 # first: a two-hop question's bridge passage does not answer it alone and fails grading
 # (decision 0013).
-DEFAULT_FILL_GENERATION_CONTEXT = False
+DEFAULT_FILL_GENERATION_CONTEXT = True
 DEFAULT_GENERATION_RESERVE_S = 60.0
 
 
