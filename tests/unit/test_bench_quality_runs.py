@@ -230,3 +230,19 @@ def test_a_lead_sweep_decides_yes_at_or_above_each_threshold() -> None:
 
     assert (strict.accuracy, strict.yes_share) == (0.5, 0.5)
     assert (lenient.accuracy, lenient.yes_share) == (1, 1)
+
+
+def test_a_floor_sweep_refuses_answers_whose_round_1_passed_nothing_that_confident() -> None:
+    def graded(best: float) -> tuple[RoundInfo, ...]:
+        return (RoundInfo(1, "q", ("c1", "c2"), ("s1", "s2"), (), ("c1",), (best, 0.2)),)
+
+    sure = quality_run("single", ANSWERABLE, "France [1].", support=0.9, rounds=graded(0.8))
+    unsure = quality_run("single", ANSWERABLE, "France [1].", support=0.9, rounds=graded(0.55))
+    invented = quality_run("single", UNANSWERABLE, "Rollo [1].", support=0.9, rounds=graded(0.55))
+    unrecorded = quality_run("single", ANSWERABLE, "France [1].", support=0.9)  # no grades: stands
+
+    off, floor = support_sweep([sure, unsure, invented, unrecorded], (0.0,), (0.0, 0.6))
+
+    assert (off.floor, off.answerable_right, off.unanswerable_refused) == (0.0, 1, 0)
+    assert floor.floor == 0.6 and floor.unanswerable_refused == 1
+    assert floor.answerable_right == pytest.approx(2 / 3, abs=1e-4)

@@ -1,10 +1,12 @@
 """`python -m bench.threshold_sweep`: accuracy at other thresholds, from the runs of
 ``bench.quality``, without model calls.
 
-- SQuAD 2.0 and the generator's support threshold: every answer's support figure is in the runs;
-  an answer whose support is below a threshold counts as the refusal it would have become. Answers
-  refused by a higher threshold during the run cannot be brought back, so sweep runs made with a
-  low one (``RAGLOOP_GENERATOR_SUPPORT_THRESHOLD=0.01``).
+- SQuAD 2.0 and two-hop questions, the orchestrator's answer floor and the generator's support
+  threshold: round 1's grades and every answer's support figure are in the runs; an answer whose
+  round 1 passed nothing at the floor, or whose support is below the threshold, counts as the
+  refusal it would have become. Answers refused by a higher floor or threshold during the run
+  cannot be brought back, so sweep runs made with both nearly off
+  (``RAGLOOP_ANSWER_MIN_CONFIDENCE=0.5 RAGLOOP_GENERATOR_SUPPORT_THRESHOLD=0.01``).
 - PubMedQA and the lead's yes-threshold: every decision's P(yes) is in the runs; at a threshold
   the answer begins with the word ``leads.chosen_lead`` picks at that threshold.
 
@@ -19,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.answers.items import SQUAD2
+from bench.answers.items import MULTIHOP, SQUAD2
 from bench.answers.runs import QualityRun, QualityRunsFile
 from bench.answers.summary import share
 from bench.common import RESULTS_DIR
@@ -27,6 +29,7 @@ from bench.comparison.workload import PUBMEDQA
 from ragloop.generator.leads import YES, chosen_lead
 
 SUPPORT_THRESHOLDS = (0.0, 0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8)
+ANSWER_FLOORS = (0.0, 0.55, 0.6, 0.65)
 LEAD_THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 1.01)
 
 
@@ -37,6 +40,8 @@ class SupportRow:  # shares, None where there is no question to count
     unanswerable_refused: float | None
     overall: float | None
     false_refusals: float | None
+    floor: float = 0.0
+    two_hop_right: float | None = None
 
 
 @dataclass(frozen=True)
@@ -46,37 +51,60 @@ class LeadRow:
     yes_share: float | None
 
 
-def outcome_at(run: QualityRun, threshold: float) -> tuple[bool, bool]:
-    """(right, refused) of ``run``'s answer had answers below ``threshold`` support been refused."""
+def outcome_at(run: QualityRun, threshold: float, floor: float = 0.0) -> tuple[bool, bool]:
+    """(right, refused) of ``run``'s answer had answers below ``threshold`` support, and those
+    whose round 1 passed no passage of at least ``floor`` confidence, been refused."""
     answer = run.quality_answer
     support = answer.support if answer else None
-    if run.refused or support is None or support >= threshold:
-        return run.correct, bool(run.refused)
-    return not run.quality_item.answerable, True
+    below_floor = floor > 0 and _best_passed(run) is not None and _best_passed(run) < floor
+    if not run.refused and (below_floor or (support is not None and support < threshold)):
+        return not run.quality_item.answerable, True
+    return run.correct, bool(run.refused)
+
+
+def _best_passed(run: QualityRun) -> float | None:
+    """Round 1's highest confidence of a passed passage; None when the run did not record its
+    grades (or nothing passed: refused anyway)."""
+    answer = run.quality_answer
+    first = answer.rounds[0] if answer and answer.rounds else None
+    if first is None or first.passed is None or first.confidence is None:
+        return None
+    passed = [
+        c for c, i in zip(first.confidence, first.retrieved, strict=True) if i in first.passed
+    ]
+    return max(passed, default=None)
 
 
 def _done(runs: Iterable[QualityRun], dataset: str) -> list[QualityRun]:
     return [r for r in runs if r.item.dataset == dataset and r.answered is not None and not r.error]
 
 
-def support_sweep(runs: Iterable[QualityRun], thresholds: Sequence[float]) -> list[SupportRow]:
-    """One row a support threshold over the answered SQuAD runs of one system."""
+def support_sweep(
+    runs: Iterable[QualityRun], thresholds: Sequence[float], floors: Sequence[float] = (0.0,)
+) -> list[SupportRow]:
+    """One row a (floor, support threshold) over the answered SQuAD and two-hop runs of one
+    system; SQuAD's figures in the first columns, two-hop accuracy apart."""
+    runs = list(runs)
     done = _done(runs, SQUAD2)
+    two_hop = _done(runs, MULTIHOP)
     answerable = [r for r in done if r.quality_item.answerable]
     unanswerable = [r for r in done if not r.quality_item.answerable]
     rows = []
-    for threshold in thresholds:
-        right = [outcome_at(r, threshold) for r in answerable]
-        refusals = [outcome_at(r, threshold)[1] for r in unanswerable]
-        rows.append(
-            SupportRow(
-                threshold,
-                share(ok for ok, _ in right),
-                share(refusals),
-                share([ok for ok, _ in right] + refusals),
-                share(refused for _, refused in right),
+    for floor in floors:
+        for threshold in thresholds:
+            right = [outcome_at(r, threshold, floor) for r in answerable]
+            refusals = [outcome_at(r, threshold, floor)[1] for r in unanswerable]
+            rows.append(
+                SupportRow(
+                    threshold,
+                    share(ok for ok, _ in right),
+                    share(refusals),
+                    share([ok for ok, _ in right] + refusals),
+                    share(refused for _, refused in right),
+                    floor,
+                    share(outcome_at(r, threshold, floor)[0] for r in two_hop),
+                )
             )
-        )
     return rows
 
 
@@ -127,14 +155,16 @@ def main() -> None:
         )
         if supported:
             print(
-                "| support threshold | answerable right | unanswerable refused | overall "
-                "| false refusals |"
+                "| answer floor | support threshold | answerable right | unanswerable refused "
+                "| overall | false refusals | two-hop right |"
             )
-            print("|---:|---:|---:|---:|---:|")
-            for row in support_sweep(mine, SUPPORT_THRESHOLDS):
+            print("|---:|---:|---:|---:|---:|---:|---:|")
+            for row in support_sweep(mine, SUPPORT_THRESHOLDS, ANSWER_FLOORS):
                 shares = (row.answerable_right, row.unanswerable_refused, row.overall)
-                cells = " | ".join(_cell(v) for v in (*shares, row.false_refusals))
-                print(f"| {row.threshold:.2f} | {cells} |")
+                cells = " | ".join(
+                    _cell(v) for v in (*shares, row.false_refusals, row.two_hop_right)
+                )
+                print(f"| {row.floor:.2f} | {row.threshold:.2f} | {cells} |")
         if scored:
             print("\n| lead yes-threshold | PubMedQA accuracy | yes share |")
             print("|---:|---:|---:|")
