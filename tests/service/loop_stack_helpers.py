@@ -114,7 +114,8 @@ async def rest_over_stages(
     serve on a free loopback port, or an address (e.g. ``closed_address()``); a stage not named
     is that of ``simple_stages()``. Unless ``settings`` say otherwise, a round passes when 60% of
     its passages pass (the scripted rounds of two or three passages with one failing are
-    rewritten), answered at any confidence."""
+    rewritten), answered at any confidence, from the passed passages only (the tests count
+    what reaches the generator)."""
     async with stack_over_stages(stages, serve_grpc=False, **settings) as (url, _):
         yield url
 
@@ -125,7 +126,12 @@ async def stack_over_stages(
 ) -> AsyncIterator[tuple[str, int]]:
     """As ``rest_over_stages``, with the gRPC port of the app's RagService (0 without
     ``serve_grpc``): a port picked once the stages listen, so that none of them can take it."""
-    settings = {"grade_pass_threshold": 0.6, "answer_min_confidence": 0.0} | settings
+    defaults = {
+        "grade_pass_threshold": 0.6,
+        "answer_min_confidence": 0.0,
+        "fill_generation_context": False,
+    }
+    settings = defaults | settings
     async with AsyncExitStack() as running:
         addresses = {}
         for name, served in simple_stages(**stages).items():
