@@ -33,6 +33,7 @@ from ragloop.v1 import (
 from tests.service.http_helpers import serving_http
 from tests.service.stack_helpers import stage_address
 from tests.unit.fakes import (
+    PARTIAL_PASS,
     DictGrader,
     ScriptedRetriever,
     ScriptedRewriter,
@@ -112,10 +113,8 @@ async def rest_over_stages(
 ) -> AsyncIterator[str]:
     """The REST API's base URL. ``stages`` maps stage names to what serves them: a spec to
     serve on a free loopback port, or an address (e.g. ``closed_address()``); a stage not named
-    is that of ``simple_stages()``. Unless ``settings`` say otherwise, a round passes when 60% of
-    its passages pass (the scripted rounds of two or three passages with one failing are
-    rewritten), answered at any confidence, from the passed passages only (the tests count
-    what reaches the generator)."""
+    is that of ``simple_stages()``. Unless ``settings`` say otherwise, the loop runs with
+    ``PARTIAL_PASS``."""
     async with stack_over_stages(stages, serve_grpc=False, **settings) as (url, _):
         yield url
 
@@ -126,12 +125,7 @@ async def stack_over_stages(
 ) -> AsyncIterator[tuple[str, int]]:
     """As ``rest_over_stages``, with the gRPC port of the app's RagService (0 without
     ``serve_grpc``): a port picked once the stages listen, so that none of them can take it."""
-    defaults = {
-        "grade_pass_threshold": 0.6,
-        "answer_min_confidence": 0.0,
-        "fill_generation_context": False,
-    }
-    settings = defaults | settings
+    settings = PARTIAL_PASS | settings
     async with AsyncExitStack() as running:
         addresses = {}
         for name, served in simple_stages(**stages).items():

@@ -385,14 +385,17 @@ class ScriptedChatModel:
         return None
 
 
+# What the loop tests over scripted stages run with, as policy fields or the orchestrator's
+# settings of the same names: a round passes when 60% of its passages pass (the tests' rounds of
+# two or three passages with one failing are rewritten), a passed passage of any confidence is
+# answered, and the generator gets the passed passages only (the tests count what reaches it).
+PARTIAL_PASS: dict[str, Any] = {
+    "grade_pass_threshold": 0.6,
+    "answer_min_confidence": 0.0,
+    "fill_generation_context": False,
+}
+
+
 def partial_pass_policy(**changes: Any) -> LoopPolicy:
-    """A loop policy whose round passes when 60% of its passages pass, so that the tests' rounds
-    of two or three passages with one failing are rewritten, that answers from a passed passage
-    of any confidence, and that gives the generator the passed passages only (the tests count
-    what reaches it); other fields as given."""
-    defaults = {
-        "grade_pass_threshold": 0.6,
-        "answer_min_confidence": 0.0,
-        "fill_generation_context": False,
-    }
-    return LoopPolicy(**(defaults | changes))
+    """A loop policy of ``PARTIAL_PASS``; other fields as given."""
+    return LoopPolicy(**(PARTIAL_PASS | changes))

@@ -56,23 +56,11 @@ def outcome_at(run: QualityRun, threshold: float, floor: float = 0.0) -> tuple[b
     whose round 1 passed no passage of at least ``floor`` confidence, been refused."""
     answer = run.quality_answer
     support = answer.support if answer else None
-    below_floor = floor > 0 and _best_passed(run) is not None and _best_passed(run) < floor
+    best = answer.rounds[0].best_passed_confidence if answer and answer.rounds else None
+    below_floor = floor > 0 and best is not None and best < floor
     if not run.refused and (below_floor or (support is not None and support < threshold)):
         return not run.quality_item.answerable, True
     return run.correct, bool(run.refused)
-
-
-def _best_passed(run: QualityRun) -> float | None:
-    """Round 1's highest confidence of a passed passage; None when the run did not record its
-    grades (or nothing passed: refused anyway)."""
-    answer = run.quality_answer
-    first = answer.rounds[0] if answer and answer.rounds else None
-    if first is None or first.passed is None or first.confidence is None:
-        return None
-    passed = [
-        c for c, i in zip(first.confidence, first.retrieved, strict=True) if i in first.passed
-    ]
-    return max(passed, default=None)
 
 
 def _done(runs: Iterable[QualityRun], dataset: str) -> list[QualityRun]:

@@ -39,6 +39,17 @@ class RoundInfo:
     def answer_bearing_passed(self) -> bool:
         return bool(set(self.answer_bearing) & set(self.passed or ()))
 
+    @property
+    def best_passed_confidence(self) -> float | None:
+        """The highest confidence of a passed passage; None when nothing passed or the grades
+        were not recorded."""
+        if self.passed is None or self.confidence is None:
+            return None
+        passed = [
+            c for c, i in zip(self.confidence, self.retrieved, strict=True) if i in self.passed
+        ]
+        return max(passed, default=None)
+
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> RoundInfo:
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in record.items()})
