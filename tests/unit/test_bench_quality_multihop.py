@@ -36,6 +36,16 @@ def test_the_items_are_thirty_two_hop_questions_a_split() -> None:
         assert q.answers and all(a.strip() for a in q.answers)
 
 
+def test_half_the_comparisons_of_a_split_name_the_right_candidate_second() -> None:
+    # Else an answer that lists both candidates in the question's order is mostly scored right.
+    for split in SPLIT_ARTICLES:
+        comparisons = [q for q in load_multihop() if q.split == split and q.kind == "comparison"]
+        second = [
+            q for q in comparisons if q.text.find(q.answers[0]) > q.text.find(q.wrong[0]) >= 0
+        ]
+        assert len(comparisons) == 10 and len(second) == 5
+
+
 @pytest.mark.skipif(not SQUAD_FILE.exists(), reason="../shared/data (development machines only)")
 def test_every_item_quotes_two_paragraphs_of_its_own_articles() -> None:
     data = json.loads(SQUAD_FILE.read_text())

@@ -4,6 +4,7 @@ failed (resumable, and runs of several sessions combine)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import lzma
 from pathlib import Path
@@ -162,6 +163,15 @@ def test_runs_in_the_file_are_not_made_again_but_failed_ones_are(tmp_path: Path)
 
     runs_file.clear()
     assert len(pending([ANSWERABLE], systems, runs_file.made())) == 3
+
+
+def test_a_run_of_a_question_since_reworded_is_made_again(tmp_path: Path) -> None:
+    runs_file = QualityRunsFile(tmp_path / "quality-runs.jsonl.xz")
+    runs_file.append(quality_run("ragloop", ANSWERABLE, "France [1]."), {})
+    reworded = dataclasses.replace(ANSWERABLE, text=ANSWERABLE.text + " (reworded)")
+
+    assert pending([ANSWERABLE], ["ragloop"], runs_file.made()) == []
+    assert pending([reworded], ["ragloop"], runs_file.made()) == [(reworded, "ragloop")]
 
 
 def test_the_runs_of_a_system_forgotten_are_made_again(tmp_path: Path) -> None:

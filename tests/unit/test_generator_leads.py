@@ -8,10 +8,10 @@ import math
 
 import pytest
 
-from ragloop.core.leads import required_lead
+from ragloop.core.leads import question_choices, required_lead
 from ragloop.generator.leads import chosen_lead, with_lead
 from ragloop.generator.prompts import ANSWER_SCHEMA, answer_schema
-from ragloop.generator.stage import ModelGenerator
+from ragloop.generator.stage import AnswerFormat, ModelGenerator
 from tests.unit.fakes import ScriptedChatModel, doc
 
 
@@ -30,6 +30,30 @@ from tests.unit.fakes import ScriptedChatModel, doc
 )
 def test_the_words_an_answer_must_begin_with(instructions: str, leads: tuple[str, ...]) -> None:
     assert required_lead(instructions) == leads
+
+
+@pytest.mark.parametrize(
+    ("question", "choices"),
+    [
+        (
+            "Which came first, the Pico Act or the seven-county definition?",
+            ("the Pico Act", "the seven-county definition"),
+        ),
+        (
+            "Who was born first,  Ada Lovelace or Charles Babbage ?",
+            ("Ada Lovelace", "Charles Babbage"),
+        ),
+        ("Where was the record set earlier, Omeo or Hopetoun?", ("Omeo", "Hopetoun")),
+        ("What happens when it opens, reads or writes?", ()),  # neither which nor a comparison
+        ("Was it red or blue?", ()),  # no candidates set off by a comma
+        ("Which one, red or red?", ()),
+        ("Which came first, A, B or C?", ()),  # three candidates
+        ("Which came first, the chicken or the egg", ()),  # not a question
+        ("", ()),
+    ],
+)
+def test_the_candidates_a_question_names(question: str, choices: tuple[str, ...]) -> None:
+    assert question_choices(question) == choices
 
 
 def test_the_schema_asks_for_a_lead_only_when_there_are_words() -> None:
@@ -53,6 +77,18 @@ def test_the_schema_asks_for_a_lead_only_when_there_are_words() -> None:
 )
 def test_an_answer_begins_with_its_lead_once(text: str, expected: str) -> None:
     assert with_lead("yes", text, ("yes", "no")) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The Pico Act was passed in 1859. [1]", "The Pico Act was passed in 1859. [1]"),
+        ("It was passed in 1859. [1]", "The Pico Act. It was passed in 1859. [1]"),
+        ("The Pico Actions came later. [1]", "The Pico Act. The Pico Actions came later. [1]"),
+    ],
+)
+def test_an_answer_begins_with_the_candidate_chosen(text: str, expected: str) -> None:
+    assert with_lead("the Pico Act", text, ("the Pico Act", "the Times")) == expected
 
 
 DECIDE = "Begin your answer with yes, no or maybe."
@@ -159,3 +195,28 @@ async def test_a_refusal_keeps_no_lead_when_the_scored_call_chose_none() -> None
     model = ScriptedChatModel(["The", json.dumps(reply)], token_logprobs=[logprobs(the=0.9)])
     answer = await ModelGenerator(model).generate("Does it work?", [doc("d1")], DECIDE)
     assert answer.text.startswith("The sources do not contain") and not answer.grounded
+
+
+CHOICE = "Which was announced earlier, Sky Q or OneDrive?"
+
+
+async def test_the_answer_chooses_between_the_candidates_the_question_names() -> None:
+    reply = answer_reply("Sky Q was announced in 2015, OneDrive in 2014.", lead="OneDrive")
+    model = ScriptedChatModel([reply])
+    answer = await ModelGenerator(model, support_threshold=0.4).generate(CHOICE, [doc("d1")])
+
+    assert answer.text == "OneDrive. Sky Q was announced in 2015, OneDrive in 2014. [1]"
+    # No scored call (the phrases' first tokens cannot tell them apart) and no support check:
+    # the choice is weighed from the sources, not stated in them.
+    (call,) = model.calls
+    assert call.json_schema == answer_schema(("Sky Q", "OneDrive"))
+    assert 'choose between "Sky Q" or "OneDrive": write what the sources say of each' in call.text
+
+
+async def test_a_plain_text_answer_is_told_to_begin_with_the_candidate_chosen() -> None:
+    model = ScriptedChatModel(["OneDrive, announced in 2014 [1]."])
+    generator = ModelGenerator(model, answer_format=AnswerFormat.TEXT, support_threshold=0)
+    answer = await generator.generate(CHOICE, [doc("d1")])
+
+    assert answer.text.startswith("OneDrive")
+    assert "begin the answer with the one chosen" in model.calls[0].text

@@ -215,6 +215,23 @@ async def test_a_decision_asked_for_is_weighed_from_the_most_similar_when_none_p
     assert result.answer.grounded
 
 
+async def test_a_question_naming_two_candidates_is_weighed_when_none_passed() -> None:
+    # Each passage holds one candidate's date: neither answers "which first" alone.
+    choice = "Which was founded first, Arden or Bexley?"
+    generator = AnswersWhenGiven("arden")
+    retriever = ScriptedRetriever(
+        {choice: [doc("bexley", score=0.6), doc("arden", score=0.7)], "q2": []}
+    )
+    grader = DictGrader({"arden": FAIL, "bexley": FAIL})
+
+    result = await CorrectiveLoop(
+        LoopStages(retriever, grader, ScriptedRewriter(["q2"]), generator)
+    ).run(choice, policy(max_rewrite_attempts=1, answer_min_confidence=0.6))
+
+    assert generator.calls == [["arden", "bexley"]]
+    assert result.answer.grounded
+
+
 async def test_without_a_decision_nothing_passed_is_refused_without_the_generator() -> None:
     generator = AnswersWhenGiven("engine")
     retriever, rewriter = stages(generator)

@@ -216,19 +216,20 @@ class QualityRunsFile(RunsFile):
         parsed = (_parsed(record) for record in self._records())
         return list({run.key: run for run in parsed if run is not None}.values())
 
-    def made(self) -> set[RunKey]:
-        """The keys of the runs that need not be made again: those that did not fail."""
-        return {run.key for run in self.runs() if not run.error}
+    def made(self) -> dict[RunKey, str]:
+        """The runs that did not fail, by key, each with the question it asked."""
+        return {run.key: run.item.text for run in self.runs() if not run.error}
 
 
 def pending(
-    items: Iterable[QualityItem], systems: Sequence[str], made: set[RunKey]
+    items: Iterable[QualityItem], systems: Sequence[str], made: Mapping[RunKey, str]
 ) -> list[tuple[QualityItem, str]]:
     """(item, system) of every run still to make, question by question, each question's
-    systems in the order given."""
+    systems in the order given. A run that asked an item's question in other words (the data
+    file was edited since) is made again."""
     return [
         (item, system)
         for item in items
         for system in systems
-        if (system, item.dataset, item.id) not in made
+        if made.get((system, item.dataset, item.id)) != item.text
     ]

@@ -1,7 +1,9 @@
 """Instructions that name the words an answer must begin with ("Begin your answer with yes, no or
-maybe."): a request for a decision. The generator chooses the word (ragloop.generator.leads); the
-loop hands a decision's question passages even where it would otherwise refuse
-(docs/decisions/0012-decisions-are-given.md)."""
+maybe."), and questions that name the candidates to choose between ("Who was born first, Ada
+Lovelace or Charles Babbage?"): requests for a decision. The generator chooses the word or the
+candidate (ragloop.generator.leads); the loop hands a decision's question passages even where it
+would otherwise refuse (docs/decisions/0012-decisions-are-given.md,
+docs/decisions/0014-choices-the-question-names.md)."""
 
 from __future__ import annotations
 
@@ -33,3 +35,36 @@ def required_lead(instructions: str) -> tuple[str, ...]:
         words.append(word.group(1).lower())
     words = list(dict.fromkeys(words))
     return tuple(words) if 2 <= len(words) <= MAX_LEADS else ()
+
+
+# "<head>, <candidate> or <candidate>?": the head asks which (or whose, who …) or compares.
+_CHOICE = re.compile(r"^(?P<head>[^,]+),\s*(?P<first>[^,?]+?)\s+or\s+(?P<second>[^,?]+?)\s*\?\s*$")
+_WHICH = re.compile(r"^\s*(?:which|who|whose|whom)\b", re.IGNORECASE)
+_COMPARES = re.compile(
+    r"\b(?:first|last|earlier|earliest|later|latest|before|after|older|oldest|newer|newest|"
+    r"younger|youngest|more|most|less|least|fewer|fewest|larger|largest|bigger|biggest|smaller|"
+    r"smallest|longer|longest|shorter|shortest|higher|highest|lower|lowest|greater|greatest|"
+    r"better|best|worse|worst|faster|fastest|slower|slowest|taller|tallest|closer|closest|"
+    r"farther|further)\b",
+    re.IGNORECASE,
+)
+MAX_CHOICE_WORDS = 12
+
+
+def question_choices(question: str) -> tuple[str, ...]:
+    """The two candidates a question names for its answer to choose between ("Which came first,
+    the Pico Act or the seven-county definition?"), as written; empty for any other question.
+    The head before the comma must ask which (who, whose) or compare: "What happens when it
+    opens, reads or writes?" names no candidates."""
+    match = _CHOICE.match(" ".join(question.split()))
+    if match is None:
+        return ()
+    head = match.group("head")
+    if not (_WHICH.match(head) or _COMPARES.search(head)):
+        return ()
+    choices = (match.group("first").strip(), match.group("second").strip())
+    if any(not c or len(c.split()) > MAX_CHOICE_WORDS for c in choices):
+        return ()
+    if choices[0].lower() == choices[1].lower():
+        return ()
+    return choices

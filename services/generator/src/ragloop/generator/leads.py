@@ -1,5 +1,6 @@
 """The answer's first word, where the instructions name the words it must begin with
-(ragloop.core.leads.required_lead): the choice among them.
+(ragloop.core.leads.required_lead): the choice among them. A question that names two candidates
+(``question_choices``) begins its answer with the one chosen, the same way.
 
 The lead is chosen by one scored call before the answer is written (the model's probability of
 each word, read through the log-probabilities), and the answer's text then begins with it; where
@@ -27,14 +28,17 @@ def chosen_lead(probabilities: dict[str, float], yes_threshold: float) -> str:
 
 
 def with_lead(lead: str, text: str, choices: tuple[str, ...] = ()) -> str:
-    """``text`` beginning with ``lead`` (capitalised): unchanged when it already does; another of
-    the ``choices`` that it begins with is replaced (the sentences were written before, or
-    without, the scored choice); otherwise the lead comes first."""
+    """``text`` beginning with ``lead`` (a word or, for a choice the question names, a phrase; its
+    first letter capitalised): unchanged when it already does; another one-word choice that it
+    begins with is replaced (the sentences were written before, or without, the scored choice);
+    otherwise the lead comes first."""
+    opening = re.sub(r"^[\W_]+", "", text).lower()
+    after = opening[len(lead) : len(lead) + 1]
+    if opening.startswith(lead.lower()) and not after.isalnum():
+        return text
     first = re.match(r"[\W_]*([A-Za-z-]+)[\s,.:;!-]*", text)
     word = first.group(1).lower() if first is not None else ""
-    if word == lead.lower():
-        return text
     if first is not None and word in choices and first.end() < len(text):
         rest = text[first.end() :]
         text = rest[0].upper() + rest[1:]
-    return f"{lead.capitalize()}. {text}"
+    return f"{lead[:1].upper()}{lead[1:]}. {text}"

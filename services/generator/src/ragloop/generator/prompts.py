@@ -11,7 +11,9 @@ from typing import Any
 from ragloop.core.domain import Document
 from ragloop.core.models import ChatMessage
 
-PROMPT_VERSION = "generate-v7"
+# generate-v8: the line choosing between the candidates a question names (decision 0014); the
+# prompt of any other question is generate-v7's.
+PROMPT_VERSION = "generate-v8"
 NO_ANSWER = "The sources do not contain the answer to this question."
 
 
@@ -98,15 +100,21 @@ def split_section_title(text: str) -> tuple[str, str]:
 
 
 def generate_messages(
-    question: str, documents: list[Document], instructions: str = "", decision: str = ""
+    question: str,
+    documents: list[Document],
+    instructions: str = "",
+    decision: str = "",
+    choices: tuple[str, ...] = (),
 ) -> list[ChatMessage]:
     """The system rules, then the numbered sources, the question and, when the user gave any,
-    their ``instructions`` for the answer and the ``decision`` already taken for it."""
+    their ``instructions`` for the answer and the ``decision`` already taken for it; with the
+    ``choices`` the question names, how the reply's ``lead`` chooses between them."""
     user = (
         sources_block(documents)
         + f"\n\nQuestion: {question}\n"
         + instructions_line(instructions)
         + decision_line(decision)
+        + choice_line(choices, field=True)
         + "Answer briefly, in your own words."
     )
     return [ChatMessage("system", SYSTEM), ChatMessage("user", user)]
@@ -137,6 +145,22 @@ def decision_line(decision: str) -> str:
         f"The answer begins with {decision.capitalize()}: write the sentences of the sources "
         "that this rests on.\n"
     )
+
+
+def choice_line(choices: tuple[str, ...], *, field: bool) -> str:
+    """The line that tells the model to choose between the candidates the question names
+    (``leads.question_choices``; "" for none): in the JSON reply by its ``lead``, written after
+    the sentences so that the choice rests on them (``field``), in a plain-text reply by its
+    first words (decision 0014)."""
+    if not choices:
+        return ""
+    named = " or ".join(f'"{choice}"' for choice in choices)
+    if field:
+        return (
+            f"The question asks to choose between {named}: write what the sources say of each, "
+            "then set lead to the one that answers the question.\n"
+        )
+    return f"The question asks to choose between {named}: begin the answer with the one chosen.\n"
 
 
 def sources_block(documents: list[Document]) -> str:

@@ -15,7 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from ragloop.core.domain import Answer, AnswerDelta, Document, ModelUsage
-from ragloop.core.leads import required_lead
+from ragloop.core.leads import question_choices, required_lead
 from ragloop.core.models import ChatMessage, ChatModel, ChatReply
 from ragloop.core.models.chat import call_usage
 from ragloop.core.models.choice import word_probabilities
@@ -62,12 +62,14 @@ class AnswerFormat(StrEnum):
 class _Lead:
     """The answer's first word, when the instructions ask for one of ``choices``: ``word`` chosen
     by a scored call (None: its reply named none, the JSON answer's ``lead`` decides), and what
-    that call cost."""
+    that call cost. Or the candidates the question names (``named``): the JSON answer's ``lead``
+    chooses, after its sentences (decision 0014)."""
 
     word: str | None
     choices: tuple[str, ...]
     usage: ModelUsage
     probabilities: dict[str, float] = field(default_factory=dict)  # of each choice, 4 places
+    named: bool = False  # the choices are the candidates the question names
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -211,18 +213,21 @@ class ModelGenerator:
         self, question: str, documents: list[Document], instructions: str, lead: _Lead
     ) -> list[ChatMessage]:
         decision = lead.word or ""
+        named = lead.choices if lead.named else ()
         if self._format is AnswerFormat.TEXT:
-            return text_messages(question, documents, instructions, decision)
-        return generate_messages(question, documents, instructions, decision)
+            return text_messages(question, documents, instructions, decision, named)
+        return generate_messages(question, documents, instructions, decision, named)
 
     async def _lead(self, question: str, documents: list[Document], instructions: str) -> _Lead:
         """The answer's first word, where the instructions ask for one of a few: the model's
         probability of each, read by one scored call (leads.chosen_lead) over the passages of the
         most relevant source only: the threshold was calibrated on one source, and other sources'
-        passages lowered P(yes) below it (decision 0012)."""
+        passages lowered P(yes) below it (decision 0012). Candidates the question names are
+        phrases a first token cannot tell apart: the answer's ``lead`` chooses them."""
         choices = required_lead(instructions)
         if not choices:
-            return _NO_LEAD
+            named = question_choices(question)
+            return _Lead(None, named, ModelUsage(), named=True) if named else _NO_LEAD
         first_source = [d for d in documents if d.source == documents[0].source]
         reply = await self._model.next_token(lead_messages(question, first_source, choices))
         usage = call_usage(self._model.name, reply)

@@ -46,7 +46,7 @@ from ragloop.core.errors import (
     InvalidInput,
     NotFound,
 )
-from ragloop.core.leads import required_lead
+from ragloop.core.leads import question_choices, required_lead
 from ragloop.core.metrics import init_loop_series, observe_loop
 from ragloop.core.names import LoopNode, Outcome
 from ragloop.core.stages import LoopStages
@@ -313,9 +313,15 @@ class _Run:
         self.answer_text_sent = False  # some token event went out
         self.tried = {normalize_query(self.original)}  # every query searched, normalized
         self.handed: list[Document] = []  # the passages the last answer was written from
-        # The instructions ask for a decision (yes, no, …): it is given from the passages found
-        # even where the loop would otherwise refuse (docs/decisions/0012).
-        self.decision_required = bool(required_lead(policy.answer_instructions))
+
+    @property
+    def decision_required(self) -> bool:
+        """Whether the instructions ask for a decision (yes, no, …) or the question names the
+        candidates to choose between: it is given from the passages found even where the loop
+        would otherwise refuse (docs/decisions/0012, 0014)."""
+        return bool(
+            required_lead(self.policy.answer_instructions) or question_choices(self.original)
+        )
 
     async def execute(self) -> LoopResult:
         if not self.original:
