@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.answers.items import SQUAD2, QualityItem
+from bench.answers.items import MULTIHOP, SQUAD2, QualityItem
 from bench.answers.runs import QualityAnswer, QualityRun, QualityRunsFile, RoundInfo, pending
 from bench.common import prepare_runs_file
 from bench.compare import runs_file_beside
@@ -256,3 +256,22 @@ def test_a_floor_sweep_refuses_answers_whose_round_1_passed_nothing_that_confide
     assert (off.floor, off.answerable_right, off.unanswerable_refused) == (0.0, 1, 0)
     assert floor.floor == 0.6 and floor.unanswerable_refused == 1
     assert floor.answerable_right == pytest.approx(2 / 3, abs=1e-4)
+
+
+def test_a_floor_sweep_leaves_a_choice_between_named_candidates_standing() -> None:
+    choice = QualityItem(
+        MULTIHOP,
+        "c1",
+        "Which came first, Rouen or Caen?",
+        frozenset({"Rouen#0"}),
+        answers=("Rouen",),
+        answerable=True,
+        wrong=("Caen",),
+    )
+    graded = (RoundInfo(1, "q", ("c1", "c2"), ("s1", "s2"), (), ("c1",), (0.55, 0.2)),)
+    answer = "Rouen. It was founded first [1]."
+    run = quality_run("single", choice, answer, rounds=graded, support=0.2)
+
+    (row,) = support_sweep([run], (0.8,), (0.6,))
+
+    assert row.two_hop_right == 1
