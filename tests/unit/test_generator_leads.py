@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from ragloop.core.leads import question_choices, required_lead
+from ragloop.core.leads import Decision, question_choices, requested_decision, required_lead
 from ragloop.generator.leads import chosen_lead, with_lead
 from ragloop.generator.prompts import ANSWER_SCHEMA, answer_schema
 from ragloop.generator.stage import AnswerFormat, ModelGenerator
@@ -54,6 +54,15 @@ def test_the_words_an_answer_must_begin_with(instructions: str, leads: tuple[str
 )
 def test_the_candidates_a_question_names(question: str, choices: tuple[str, ...]) -> None:
     assert question_choices(question) == choices
+
+
+def test_the_instructions_words_come_before_the_candidates_the_question_names() -> None:
+    question = "Which came first, Rouen or Caen?"
+    assert requested_decision("Begin your answer with yes or no.", question) == Decision(
+        ("yes", "no")
+    )
+    assert requested_decision("", question) == Decision(("Rouen", "Caen"), named=True)
+    assert not requested_decision("Answer in French.", "What is Rouen?")
 
 
 def test_the_schema_asks_for_a_lead_only_when_there_are_words() -> None:

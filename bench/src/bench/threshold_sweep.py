@@ -7,7 +7,8 @@
   refusal it would have become. Answers refused by a higher floor or threshold during the run
   cannot be brought back, so sweep runs made with both nearly off
   (``RAGLOOP_ANSWER_MIN_CONFIDENCE=0.5 RAGLOOP_GENERATOR_SUPPORT_THRESHOLD=0.01``). A question
-  that names two candidates is a decision, and neither guard applies to it.
+  that names two candidates (or whose instructions ask for a decision) is a decision, and neither
+  guard applies to it.
 - PubMedQA and the lead's yes-threshold: every decision's P(yes) is in the runs; at a threshold
   the answer begins with the word ``leads.chosen_lead`` picks at that threshold.
 
@@ -27,7 +28,7 @@ from bench.answers.runs import QualityRun, QualityRunsFile
 from bench.answers.summary import share
 from bench.common import RESULTS_DIR
 from bench.comparison.workload import PUBMEDQA
-from ragloop.core.leads import question_choices
+from ragloop.core.leads import requested_decision
 from ragloop.generator.leads import YES, chosen_lead
 
 SUPPORT_THRESHOLDS = (0.0, 0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8)
@@ -56,8 +57,8 @@ class LeadRow:
 def outcome_at(run: QualityRun, threshold: float, floor: float = 0.0) -> tuple[bool, bool]:
     """(right, refused) of ``run``'s answer had answers below ``threshold`` support, and those
     whose round 1 passed no passage of at least ``floor`` confidence, been refused."""
-    if question_choices(run.item.text):
-        return run.correct, bool(run.refused)  # a decision: neither guard applies (decision 0014)
+    if requested_decision(run.item.instructions, run.item.text):
+        return run.correct, bool(run.refused)  # a decision: neither guard applies (0012, 0014)
     answer = run.quality_answer
     support = answer.support if answer else None
     best = answer.rounds[0].best_passed_confidence if answer and answer.rounds else None

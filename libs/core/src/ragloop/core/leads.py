@@ -8,6 +8,7 @@ docs/decisions/0014-choices-the-question-names.md)."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 _BEGIN_WITH = re.compile(
     r"\b(?:begin|start)\s+(?:your\s+|the\s+)?(?:answer|reply)\s+with\s+(?:one\s+of\s+)?"
@@ -68,3 +69,26 @@ def question_choices(question: str) -> tuple[str, ...]:
     if choices[0].lower() == choices[1].lower():
         return ()
     return choices
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a request's answer must begin with: ``choices`` (empty: no decision), and whether
+    they are the candidates its question names (``named``) rather than words its instructions
+    name."""
+
+    choices: tuple[str, ...] = ()
+    named: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.choices)
+
+
+def requested_decision(instructions: str, question: str) -> Decision:
+    """The decision a request asks for: the words its instructions name (``required_lead``), else
+    the candidates its question names (``question_choices``), else none."""
+    if words := required_lead(instructions):
+        return Decision(words)
+    if candidates := question_choices(question):
+        return Decision(candidates, named=True)
+    return Decision()

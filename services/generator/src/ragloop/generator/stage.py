@@ -15,7 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from ragloop.core.domain import Answer, AnswerDelta, Document, ModelUsage
-from ragloop.core.leads import question_choices, required_lead
+from ragloop.core.leads import requested_decision
 from ragloop.core.models import ChatMessage, ChatModel, ChatReply
 from ragloop.core.models.chat import call_usage
 from ragloop.core.models.choice import word_probabilities
@@ -224,10 +224,12 @@ class ModelGenerator:
         most relevant source only: the threshold was calibrated on one source, and other sources'
         passages lowered P(yes) below it (decision 0012). Candidates the question names are
         phrases a first token cannot tell apart: the answer's ``lead`` chooses them."""
-        choices = required_lead(instructions)
-        if not choices:
-            named = question_choices(question)
-            return _Lead(None, named, ModelUsage(), named=True) if named else _NO_LEAD
+        decision = requested_decision(instructions, question)
+        if not decision:
+            return _NO_LEAD
+        choices = decision.choices
+        if decision.named:
+            return _Lead(None, choices, ModelUsage(), named=True)
         first_source = [d for d in documents if d.source == documents[0].source]
         reply = await self._model.next_token(lead_messages(question, first_source, choices))
         usage = call_usage(self._model.name, reply)

@@ -46,7 +46,7 @@ from ragloop.core.errors import (
     InvalidInput,
     NotFound,
 )
-from ragloop.core.leads import question_choices, required_lead
+from ragloop.core.leads import requested_decision
 from ragloop.core.metrics import init_loop_series, observe_loop
 from ragloop.core.names import LoopNode, Outcome
 from ragloop.core.stages import LoopStages
@@ -319,9 +319,7 @@ class _Run:
         """Whether the instructions ask for a decision (yes, no, …) or the question names the
         candidates to choose between: it is given from the passages found even where the loop
         would otherwise refuse (docs/decisions/0012, 0014)."""
-        return bool(
-            required_lead(self.policy.answer_instructions) or question_choices(self.original)
-        )
+        return bool(requested_decision(self.policy.answer_instructions, self.original))
 
     async def execute(self) -> LoopResult:
         if not self.original:
