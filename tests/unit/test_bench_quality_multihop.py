@@ -1,6 +1,7 @@
-"""bench.quality's two-hop part: the hand-written items (well formed, 30 a split), samples that are
-seeded prefixes of one split, questions that search the SQuAD collection (whose smoke corpus keeps
-both their paragraphs), answers scored by their gold answers, and the figures of both hops."""
+"""bench.quality's two-hop part: the hand-written items (well formed, 60 dev and 30 report), samples
+that are seeded prefixes of one split, questions that search the SQuAD collection (whose smoke
+corpus keeps both their paragraphs), answers scored by their gold answers, and the figures of both
+hops."""
 
 from __future__ import annotations
 
@@ -24,13 +25,21 @@ from tests.unit.test_bench_quality_split import squad_json
 SQUAD_FILE = SHARED_DATA / "squad2" / "squad2-dev-subset.json"
 
 
-def test_the_items_are_thirty_two_hop_questions_a_split() -> None:
+# Per split: how many bridge and how many comparison questions it holds.
+COUNTS = {"dev": {"bridge": 40, "comparison": 20}, "report": {"bridge": 20, "comparison": 10}}
+
+
+def test_the_items_are_sixty_dev_and_thirty_report_two_hop_questions() -> None:
     questions = load_multihop()
 
-    for split in SPLIT_ARTICLES:
+    assert set(COUNTS) == set(SPLIT_ARTICLES)
+    for split, kinds in COUNTS.items():
         in_split = [q for q in questions if q.split == split]
-        assert len(in_split) == 30
-        assert [q.id for q in in_split] == [f"{split}-{n:02}" for n in range(1, 31)]
+        total = sum(kinds.values())
+        assert len(in_split) == total
+        assert [q.id for q in in_split] == [f"{split}-{n:02}" for n in range(1, total + 1)]
+        for kind, count in kinds.items():
+            assert sum(q.kind == kind for q in in_split) == count, (split, kind)
     for q in questions:
         assert len(set(q.sources)) == 2 and q.kind in {"bridge", "comparison"}
         assert q.answers and all(a.strip() for a in q.answers)
@@ -43,7 +52,8 @@ def test_half_the_comparisons_of_a_split_name_the_right_candidate_second() -> No
         second = [
             q for q in comparisons if q.text.find(q.answers[0]) > q.text.find(q.wrong[0]) >= 0
         ]
-        assert len(comparisons) == 10 and len(second) == 5
+        assert len(comparisons) == COUNTS[split]["comparison"]
+        assert 2 * len(second) == len(comparisons)
 
 
 @pytest.mark.skipif(not SQUAD_FILE.exists(), reason="../shared/data (development machines only)")

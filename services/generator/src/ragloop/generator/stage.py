@@ -32,6 +32,7 @@ from ragloop.core.validation import (
 )
 from ragloop.generator.answer_stream import AnswerTextStream
 from ragloop.generator.citations import compose_answer, plain_text
+from ragloop.generator.dated_choice import dated_choice
 from ragloop.generator.draft import DraftAnswer, parse_draft
 from ragloop.generator.leads import (
     DEFAULT_LEAD_YES_THRESHOLD,
@@ -115,7 +116,7 @@ class ModelGenerator:
         messages = self._messages(question, documents, instructions, lead)
         if self._format is AnswerFormat.TEXT:
             text_reply = await self._model.complete(messages, max_tokens=self._max_tokens)
-            answer = self._answer(self._parsed_text(text_reply), documents, lead)
+            answer = self._answer(question, self._parsed_text(text_reply), documents, lead)
             return await self._checked_support(question, answer, documents, lead)
         reply = await complete_structured(
             self._model,
@@ -125,7 +126,7 @@ class ModelGenerator:
             max_tokens=self._max_tokens,
         )
         return await self._checked_support(
-            question, self._answer(reply, documents, lead), documents, lead
+            question, self._answer(question, reply, documents, lead), documents, lead
         )
 
     async def generate_stream(
@@ -161,7 +162,7 @@ class ModelGenerator:
             assert text_reply is not None, "a model's stream always ends with its reply"
             answer = await self._checked_support(
                 question,
-                self._answer(self._parsed_text(text_reply), documents, lead),
+                self._answer(question, self._parsed_text(text_reply), documents, lead),
                 documents,
                 lead,
             )
@@ -191,7 +192,7 @@ class ModelGenerator:
                     restart = False
         assert reply is not None, "stream_structured always ends with its reply"
         answer = await self._checked_support(
-            question, self._answer(reply, documents, lead), documents, lead
+            question, self._answer(question, reply, documents, lead), documents, lead
         )
         if plain_text(shown) != plain_text(answer.text):
             yield AnswerDelta(answer.text, restart=bool(shown))
@@ -275,11 +276,19 @@ class ModelGenerator:
         return Answer(NO_ANSWER, [], grounded=False, usage=ModelUsage(model=self._model.name))
 
     def _answer(
-        self, reply: StructuredReply[DraftAnswer], documents: list[Document], lead: _Lead
+        self,
+        question: str,
+        reply: StructuredReply[DraftAnswer],
+        documents: list[Document],
+        lead: _Lead,
     ) -> Answer:
         draft, usage = reply.value, lead.usage + reply.usage
         if draft is not None and lead.word is not None:
             draft = replace(draft, lead=lead.word)
+        if draft is not None and lead.named:
+            sentences = (sentence.text for sentence in draft.sentences)
+            if dated := dated_choice(question, lead.choices, sentences):
+                draft = replace(draft, lead=dated)
         checked = (
             compose_answer(draft, documents, lead.choices) if draft and draft.answerable else None
         )
