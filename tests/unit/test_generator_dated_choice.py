@@ -77,6 +77,27 @@ def test_shared_words_do_not_attribute_a_sentence_to_both_candidates() -> None:
     assert dated_choice(question, ("Sky Digital", "Sky+ HD"), sentences) == "Sky Digital"
 
 
+def test_a_shared_common_word_does_not_name_another_candidate() -> None:
+    question = "Which was founded earlier, Fort Ross or Sutter's Mill?"
+    sentences = [
+        "Fort Bragg was founded in 1857.",  # "fort" alone names neither candidate
+        "Fort Ross was founded in 1812.",
+        "Sutter's Mill was built in 1847.",
+    ]
+    assert dated_choice(question, ("Fort Ross", "Sutter's Mill"), sentences) == "Fort Ross"
+
+
+def test_a_year_the_answer_leaves_out_is_read_from_the_passages() -> None:
+    sentences = ["Arthur Woolf patented his compound engine in 1805.", "Richard Trevithick too."]
+    passages = [
+        "Steam engines grew stronger. In 1802 Richard Trevithick obtained a patent for his "
+        "high-pressure engine. Arthur Woolf later improved it in 1811."
+    ]
+    # The answer's own year for Woolf (1805) wins over the passage's (1811).
+    assert dated_choice(EARLIER, CHOICES, sentences, passages) == "Richard Trevithick"
+    assert dated_choice(EARLIER, CHOICES, sentences) is None
+
+
 @pytest.mark.parametrize(
     "sentences",
     [

@@ -28,6 +28,7 @@ _YEAR = re.compile(
 )
 _WORD = re.compile(r"[^\W_]+")
 _POSSESSIVE = re.compile(r"['’]s\b")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 _STOPWORDS = frozenset(
     {"a", "an", "the", "of", "in", "on", "at", "to", "for", "and", "or", "by", "with", "from"}
 )
@@ -55,28 +56,56 @@ def _words(text: str) -> set[str]:
 
 
 def _mentions(sentence_words: set[str], distinctive: set[str]) -> bool:
-    """At least half of a candidate's distinctive words are in the sentence."""
-    return bool(distinctive) and 2 * len(distinctive & sentence_words) >= len(distinctive)
+    """The sentence names the candidate: all of its distinctive words when it has one or two
+    ("Fort Coligny": "fort" alone also names Fort Caroline), at least half of them when it has
+    more (a long description is paraphrased)."""
+    if not distinctive:
+        return False
+    found = len(distinctive & sentence_words)
+    return found == len(distinctive) if len(distinctive) <= 2 else 2 * found >= len(distinctive)
 
 
-def dated_choice(question: str, choices: tuple[str, ...], sentences: Iterable[str]) -> str | None:
+def _passage_sentences(passages: Iterable[str]) -> list[str]:
+    return [part for passage in passages for part in _SENTENCE_END.split(" ".join(passage.split()))]
+
+
+def _years(distinctive: tuple[set[str], set[str]], sentences: Iterable[str]) -> list[int | None]:
+    """Each candidate's year: the first one stated by a sentence that names it and not the other
+    (None where no such sentence states one)."""
+    years: list[int | None] = [None, None]
+    for sentence in sentences:
+        words = _words(sentence)
+        named = [_mentions(words, candidate) for candidate in distinctive]
+        if named.count(True) != 1:
+            continue
+        index = named.index(True)
+        if years[index] is None:
+            years[index] = stated_year(sentence)
+    return years
+
+
+def dated_choice(
+    question: str,
+    choices: tuple[str, ...],
+    sentences: Iterable[str],
+    passages: Iterable[str] = (),
+) -> str | None:
     """The candidate the years decide for, or None (the model's choice stands): the question asks
-    which of two came earlier (or later); a candidate's year is the first one stated by the first
-    sentence that mentions it and not the other (and states a year); and the two years differ."""
+    which of two came earlier (or later), each candidate has a year, and the two years differ. A
+    candidate's year comes from the answer's ``sentences``, else from the sentences of the
+    ``passages`` it was written from (the model often leaves out the year of one of them)."""
     direction = asks_earlier(question)
     if direction is None or len(choices) != 2:
         return None
     first_words, second_words = _words(choices[0]), _words(choices[1])
     distinctive = (first_words - second_words, second_words - first_words)
-    years: list[int | None] = [None, None]
-    for sentence in sentences:
-        words = _words(sentence)
-        mentioned = [_mentions(words, candidate) for candidate in distinctive]
-        if mentioned.count(True) != 1:
-            continue
-        index = mentioned.index(True)
-        if years[index] is None:
-            years[index] = stated_year(sentence)
+    years = _years(distinctive, sentences)
+    if None in years:
+        from_passages = _years(distinctive, _passage_sentences(passages))
+        years = [
+            year if year is not None else other
+            for year, other in zip(years, from_passages, strict=True)
+        ]
     first, second = years
     if first is None or second is None or first == second:
         return None

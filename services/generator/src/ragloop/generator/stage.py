@@ -287,7 +287,8 @@ class ModelGenerator:
             draft = replace(draft, lead=lead.word)
         if draft is not None and lead.named:
             sentences = (sentence.text for sentence in draft.sentences)
-            if dated := dated_choice(question, lead.choices, sentences):
+            passages = (doc.text for doc in documents)
+            if dated := dated_choice(question, lead.choices, sentences, passages):
                 draft = replace(draft, lead=dated)
         checked = (
             compose_answer(draft, documents, lead.choices) if draft and draft.answerable else None
