@@ -1,6 +1,7 @@
 """The choice between two candidates a question names, when it asks which came earlier or later
-and the answer's sentences give each candidate a year: the years decide, not the model's ``lead``
-(with the 1.5B model that choice was near chance; docs/decisions/0015-dated-choices.md)."""
+and the answer's sentences (or its passages) give each candidate a year: the years decide, not the
+model's ``lead`` (with the 1.5B model that choice was near chance;
+docs/decisions/0015-dated-choices.md)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ _MONTH = (
 # A year only where its context says it is one: after a preposition, a month or an opening
 # parenthesis, or as a decade ("the 1950s"); a bare four-digit number may be a count.
 _YEAR = re.compile(
-    r"(?:\b(?:in|on|of|since|from|by|until|till|around|about|circa|c\.|during|after|before|"
+    r"(?:\b(?:in|on|of|since|from|by|until|till|around|circa|c\.|during|after|before|"
     rf"early|late|mid|{_MONTH})\s+(?:the\s+)?|\()"
     r"(?P<year>1\d{3}|20\d{2})(?![\d,.]\d)(?!\s*(?:BC|BCE|B\.C\.))\b"
     r"|\b(?P<decade>1\d{2}0|20\d0)s\b",
