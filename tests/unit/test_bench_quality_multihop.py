@@ -1,4 +1,4 @@
-"""bench.quality's two-hop part: the hand-written items (well formed, 60 dev and 30 report), samples
+"""bench.quality's two-hop part: the hand-written items (well formed, 68 dev and 34 report), samples
 that are seeded prefixes of one split, questions that search the SQuAD collection (whose smoke
 corpus keeps both their paragraphs), answers scored by their gold answers, and the figures of both
 hops."""
@@ -6,6 +6,7 @@ hops."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from bench.answers.runs import RoundInfo
 from bench.answers.squad import SPLIT_ARTICLES, paragraph_source
 from bench.answers.summary import quality_figures
 from bench.common import SHARED_DATA
+from ragloop.core.leads import question_choices
 from ragloop.generator.prompts import NO_ANSWER
 from tests.unit.test_bench_quality_runs import quality_run
 from tests.unit.test_bench_quality_split import squad_json
@@ -26,10 +28,19 @@ SQUAD_FILE = SHARED_DATA / "squad2" / "squad2-dev-subset.json"
 
 
 # Per split: how many bridge and how many comparison questions it holds.
-COUNTS = {"dev": {"bridge": 40, "comparison": 20}, "report": {"bridge": 20, "comparison": 10}}
+COUNTS = {"dev": {"bridge": 40, "comparison": 28}, "report": {"bridge": 20, "comparison": 14}}
+# Per split: how many of its comparisons ask yes or no (the others name both candidates).
+YES_NO = {"dev": 8, "report": 4}
+# How a yes/no question begins.
+AUXILIARY = re.compile(r"(?:Are|Is|Was|Were|Do|Does|Did|Has|Have|Had|Can|Could) ")
 
 
-def test_the_items_are_sixty_dev_and_thirty_report_two_hop_questions() -> None:
+def names(text: str, candidate: str) -> bool:
+    """The question names the candidate, as whole words."""
+    return re.search(rf"(?<!\w){re.escape(candidate)}(?!\w)", text) is not None
+
+
+def test_the_items_are_sixty_eight_dev_and_thirty_four_report_two_hop_questions() -> None:
     questions = load_multihop()
 
     assert set(COUNTS) == set(SPLIT_ARTICLES)
@@ -47,13 +58,29 @@ def test_the_items_are_sixty_dev_and_thirty_report_two_hop_questions() -> None:
 
 def test_half_the_comparisons_of_a_split_name_the_right_candidate_second() -> None:
     # Else an answer that lists both candidates in the question's order is mostly scored right.
+    # Only the comparisons that name both candidates: a yes/no question names neither.
     for split in SPLIT_ARTICLES:
         comparisons = [q for q in load_multihop() if q.split == split and q.kind == "comparison"]
-        second = [
-            q for q in comparisons if q.text.find(q.answers[0]) > q.text.find(q.wrong[0]) >= 0
+        named = [
+            q for q in comparisons if names(q.text, q.answers[0]) and names(q.text, q.wrong[0])
         ]
-        assert len(comparisons) == COUNTS[split]["comparison"]
-        assert 2 * len(second) == len(comparisons)
+        second = [q for q in named if q.text.find(q.answers[0]) > q.text.find(q.wrong[0])]
+        assert len(named) == COUNTS[split]["comparison"] - YES_NO[split]
+        assert 2 * len(second) == len(named)
+
+
+def test_half_the_yes_no_comparisons_of_a_split_answer_yes() -> None:
+    # Else an answer that always says yes (or always no) is mostly scored right.
+    for split in SPLIT_ARTICLES:
+        in_split = [q for q in load_multihop() if q.split == split]
+        yes_no = [q for q in in_split if q.answers in {("yes",), ("no",)}]
+        yes = [q for q in yes_no if q.answers == ("yes",)]
+        assert len(yes_no) == YES_NO[split] and 2 * len(yes) == len(yes_no)
+        for q in yes_no:
+            assert q.kind == "comparison", q.id
+            assert set(q.answers + q.wrong) == {"yes", "no"}, q.id
+            # Asked as a yes/no question, naming no candidates to choose between.
+            assert AUXILIARY.match(q.text) and question_choices(q.text) == (), q.id
 
 
 @pytest.mark.skipif(not SQUAD_FILE.exists(), reason="../shared/data (development machines only)")

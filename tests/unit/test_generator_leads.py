@@ -8,7 +8,13 @@ import math
 
 import pytest
 
-from ragloop.core.leads import Decision, question_choices, requested_decision, required_lead
+from ragloop.core.leads import (
+    Decision,
+    asks_yes_or_no,
+    question_choices,
+    requested_decision,
+    required_lead,
+)
 from ragloop.generator.leads import chosen_lead, with_lead
 from ragloop.generator.prompts import ANSWER_SCHEMA, answer_schema
 from ragloop.generator.stage import AnswerFormat, ModelGenerator
@@ -56,12 +62,34 @@ def test_the_candidates_a_question_names(question: str, choices: tuple[str, ...]
     assert question_choices(question) == choices
 
 
-def test_the_instructions_words_come_before_the_candidates_the_question_names() -> None:
+@pytest.mark.parametrize(
+    ("question", "yes_no"),
+    [
+        ("Were Scott Derrickson and Ed Wood of the same nationality?", True),
+        ("  did the Normans  invade Ireland before Cyprus?", True),
+        ("Has the treaty been signed?", True),
+        ("Is a problem instance abstract or concrete?", False),  # asks which of two
+        ("Which is older?", False),
+        ("Who signed it, and is it valid?", False),
+        ("Island names of Normandy?", False),  # "Is" only as part of a word
+        ("", False),
+    ],
+)
+def test_a_question_that_asks_yes_or_no(question: str, yes_no: bool) -> None:
+    assert asks_yes_or_no(question) is yes_no
+
+
+def test_the_instructions_words_come_before_what_the_question_asks() -> None:
     question = "Which came first, Rouen or Caen?"
     assert requested_decision("Begin your answer with yes or no.", question) == Decision(
         ("yes", "no")
     )
     assert requested_decision("", question) == Decision(("Rouen", "Caen"), named=True)
+    assert requested_decision("", "Is Rouen older than Caen?") == Decision(
+        ("yes", "no"), yes_no=True
+    )
+    maybe = requested_decision("Begin your answer with yes, no or maybe.", "Is Rouen old?")
+    assert maybe == Decision(("yes", "no", "maybe"))
     assert not requested_decision("Answer in French.", "What is Rouen?")
 
 
@@ -229,3 +257,28 @@ async def test_a_plain_text_answer_is_told_to_begin_with_the_candidate_chosen() 
 
     assert answer.text.startswith("OneDrive")
     assert "begin the answer with the one chosen" in model.calls[0].text
+
+
+YES_NO_QUESTION = "Were Arden and Bexley both founded by monks?"
+
+
+async def test_a_question_that_asks_yes_or_no_is_answered_by_the_lead_after_the_sentences() -> None:
+    reply = answer_reply("Monks founded Arden; Bexley was founded by a king.", lead="no")
+    model = ScriptedChatModel([reply])
+    generator = ModelGenerator(model, support_threshold=0.4)
+    answer = await generator.generate(YES_NO_QUESTION, [doc("d1")])
+
+    assert answer.text == "No. Monks founded Arden; Bexley was founded by a king. [1]"
+    # No scored call (the answer may rest on several sources) and no support check.
+    (call,) = model.calls
+    assert call.json_schema == answer_schema(("yes", "no"))
+    assert "The question asks yes or no: write what the sources say" in call.text
+
+
+async def test_a_plain_text_answer_is_told_to_begin_with_yes_or_no() -> None:
+    model = ScriptedChatModel(["Yes, both were founded by monks [1]."])
+    generator = ModelGenerator(model, answer_format=AnswerFormat.TEXT, support_threshold=0)
+    answer = await generator.generate(YES_NO_QUESTION, [doc("d1")])
+
+    assert answer.text.startswith("Yes")
+    assert "begin the answer with Yes or No" in model.calls[0].text

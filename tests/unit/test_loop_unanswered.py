@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 
+import pytest
+
 from ragloop.core.domain import Answer, AnswerDelta, Citation, Document
 from ragloop.core.stages import LoopStages
 from ragloop.orchestrator.loop.corrective import CorrectiveLoop, LoopPolicy, Outcome
@@ -215,18 +217,21 @@ async def test_a_decision_asked_for_is_weighed_from_the_most_similar_when_none_p
     assert result.answer.grounded
 
 
-async def test_a_question_naming_two_candidates_is_weighed_when_none_passed() -> None:
-    # Each passage holds one candidate's date: neither answers "which first" alone.
-    choice = "Which was founded first, Arden or Bexley?"
+@pytest.mark.parametrize(
+    "question",
+    ["Which was founded first, Arden or Bexley?", "Was Arden founded before Bexley?"],
+)
+async def test_a_question_that_asks_a_decision_is_weighed_when_none_passed(question: str) -> None:
+    # Each passage holds one town's date: neither answers the comparison alone.
     generator = AnswersWhenGiven("arden")
     retriever = ScriptedRetriever(
-        {choice: [doc("bexley", score=0.6), doc("arden", score=0.7)], "q2": []}
+        {question: [doc("bexley", score=0.6), doc("arden", score=0.7)], "q2": []}
     )
     grader = DictGrader({"arden": FAIL, "bexley": FAIL})
 
     result = await CorrectiveLoop(
         LoopStages(retriever, grader, ScriptedRewriter(["q2"]), generator)
-    ).run(choice, policy(max_rewrite_attempts=1, answer_min_confidence=0.6))
+    ).run(question, policy(max_rewrite_attempts=1, answer_min_confidence=0.6))
 
     assert generator.calls == [["arden", "bexley"]]
     assert result.answer.grounded

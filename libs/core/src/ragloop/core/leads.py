@@ -1,9 +1,10 @@
 """Instructions that name the words an answer must begin with ("Begin your answer with yes, no or
-maybe."), and questions that name the candidates to choose between ("Who was born first, Ada
-Lovelace or Charles Babbage?"): requests for a decision. The generator chooses the word or the
-candidate (ragloop.generator.leads); the loop hands a decision's question passages even where it
-would otherwise refuse (docs/decisions/0012-decisions-are-given.md,
-docs/decisions/0014-choices-the-question-names.md)."""
+maybe."), questions that name the candidates to choose between ("Who was born first, Ada
+Lovelace or Charles Babbage?") and questions that ask yes or no: requests for a decision. The
+generator chooses the word or the candidate (ragloop.generator.leads); the loop hands a
+decision's question passages even where it would otherwise refuse
+(docs/decisions/0012-decisions-are-given.md, docs/decisions/0014-choices-the-question-names.md,
+docs/decisions/0016-yes-no-questions.md)."""
 
 from __future__ import annotations
 
@@ -71,24 +72,50 @@ def question_choices(question: str) -> tuple[str, ...]:
     return choices
 
 
+# "Were both … ?", "Did it …?": a question that asks yes or no begins with an auxiliary verb.
+_AUXILIARY = re.compile(
+    r"^(?:is|are|was|were|am|do|does|did|has|have|had|can|could|will|would|shall|should|may|"
+    r"might|must)\b",
+    re.IGNORECASE,
+)
+_OR = re.compile(r"\bor\b", re.IGNORECASE)
+YES_NO = ("yes", "no")
+
+
+def asks_yes_or_no(question: str) -> bool:
+    """Whether the question asks yes or no ("Were Scott Derrickson and Ed Wood of the same
+    nationality?"): it begins with an auxiliary verb and names no alternatives ("Is it abstract
+    or concrete?" asks which)."""
+    text = " ".join(question.split())
+    return bool(_AUXILIARY.match(text)) and not _OR.search(text)
+
+
 @dataclass(frozen=True)
 class Decision:
-    """What a request's answer must begin with: ``choices`` (empty: no decision), and whether
-    they are the candidates its question names (``named``) rather than words its instructions
-    name."""
+    """What a request's answer must begin with: ``choices`` (empty: no decision), and whether the
+    question asks it rather than the instructions: the candidates it names (``named``), or yes or
+    no (``yes_no``)."""
 
     choices: tuple[str, ...] = ()
     named: bool = False
+    yes_no: bool = False
 
     def __bool__(self) -> bool:
         return bool(self.choices)
 
+    @property
+    def asked_by_question(self) -> bool:
+        return self.named or self.yes_no
+
 
 def requested_decision(instructions: str, question: str) -> Decision:
     """The decision a request asks for: the words its instructions name (``required_lead``), else
-    the candidates its question names (``question_choices``), else none."""
+    the candidates its question names (``question_choices``), else yes or no where the question
+    asks that (``asks_yes_or_no``), else none."""
     if words := required_lead(instructions):
         return Decision(words)
     if candidates := question_choices(question):
         return Decision(candidates, named=True)
+    if asks_yes_or_no(question):
+        return Decision(YES_NO, yes_no=True)
     return Decision()

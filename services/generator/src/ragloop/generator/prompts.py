@@ -11,9 +11,10 @@ from typing import Any
 from ragloop.core.domain import Document
 from ragloop.core.models import ChatMessage
 
-# generate-v8: the line choosing between the candidates a question names (decision 0014); the
-# prompt of any other question is generate-v7's.
-PROMPT_VERSION = "generate-v8"
+# generate-v8: the line choosing between the candidates a question names (decision 0014).
+# generate-v11: the line of a question that asks yes or no (decision 0016). The prompt of any
+# other question is generate-v7's.
+PROMPT_VERSION = "generate-v11"
 NO_ANSWER = "The sources do not contain the answer to this question."
 
 
@@ -105,16 +106,20 @@ def generate_messages(
     instructions: str = "",
     decision: str = "",
     choices: tuple[str, ...] = (),
+    *,
+    yes_no: bool = False,
 ) -> list[ChatMessage]:
     """The system rules, then the numbered sources, the question and, when the user gave any,
     their ``instructions`` for the answer and the ``decision`` already taken for it; with the
-    ``choices`` the question names, how the reply's ``lead`` chooses between them."""
+    ``choices`` the question names, or where it asks yes or no (``yes_no``), how the reply's
+    ``lead`` decides."""
     user = (
         sources_block(documents)
         + f"\n\nQuestion: {question}\n"
         + instructions_line(instructions)
         + decision_line(decision)
         + choice_line(choices, field=True)
+        + yes_no_line(yes_no, field=True)
         + "Answer briefly, in your own words."
     )
     return [ChatMessage("system", SYSTEM), ChatMessage("user", user)]
@@ -161,6 +166,20 @@ def choice_line(choices: tuple[str, ...], *, field: bool) -> str:
             "then set lead to the one that answers the question.\n"
         )
     return f"The question asks to choose between {named}: begin the answer with the one chosen.\n"
+
+
+def yes_no_line(yes_no: bool, *, field: bool) -> str:
+    """The line that tells the model how to answer a question that asks yes or no
+    (``leads.asks_yes_or_no``; "" for another question): in the JSON reply by its ``lead``,
+    written after the sentences, in a plain-text reply by its first word (decision 0016)."""
+    if not yes_no:
+        return ""
+    if field:
+        return (
+            "The question asks yes or no: write what the sources say of each thing it asks "
+            "about, then set lead to yes or no.\n"
+        )
+    return "The question asks yes or no: begin the answer with Yes or No.\n"
 
 
 def sources_block(documents: list[Document]) -> str:

@@ -71,6 +71,7 @@ class _Lead:
     usage: ModelUsage
     probabilities: dict[str, float] = field(default_factory=dict)  # of each choice, 4 places
     named: bool = False  # the choices are the candidates the question names
+    yes_no: bool = False  # the question asks yes or no
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -216,21 +217,26 @@ class ModelGenerator:
         decision = lead.word or ""
         named = lead.choices if lead.named else ()
         if self._format is AnswerFormat.TEXT:
-            return text_messages(question, documents, instructions, decision, named)
-        return generate_messages(question, documents, instructions, decision, named)
+            return text_messages(
+                question, documents, instructions, decision, named, yes_no=lead.yes_no
+            )
+        return generate_messages(
+            question, documents, instructions, decision, named, yes_no=lead.yes_no
+        )
 
     async def _lead(self, question: str, documents: list[Document], instructions: str) -> _Lead:
         """The answer's first word, where the instructions ask for one of a few: the model's
         probability of each, read by one scored call (leads.chosen_lead) over the passages of the
         most relevant source only: the threshold was calibrated on one source, and other sources'
         passages lowered P(yes) below it (decision 0012). Candidates the question names are
-        phrases a first token cannot tell apart: the answer's ``lead`` chooses them."""
+        phrases a first token cannot tell apart, and a question's own yes or no rests on what
+        several sources say: the answer's ``lead`` chooses them, after its sentences."""
         decision = requested_decision(instructions, question)
         if not decision:
             return _NO_LEAD
         choices = decision.choices
-        if decision.named:
-            return _Lead(None, choices, ModelUsage(), named=True)
+        if decision.asked_by_question:
+            return _Lead(None, choices, ModelUsage(), named=decision.named, yes_no=decision.yes_no)
         first_source = [d for d in documents if d.source == documents[0].source]
         reply = await self._model.next_token(lead_messages(question, first_source, choices))
         usage = call_usage(self._model.name, reply)
