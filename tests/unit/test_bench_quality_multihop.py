@@ -109,6 +109,8 @@ def test_a_sample_is_a_seeded_prefix_of_one_split() -> None:
 
     assert small == large[:5] and {q.split for q in large} == {"dev"}
     assert choose_multihop(questions, "dev", 5, seed=14) != small
+    whole = choose_multihop(questions, "report", 0, seed=13)  # 0: the whole split
+    assert len(whole) == sum(COUNTS["report"].values())
 
 
 def multihop_file(tmp_path: Path) -> Path:

@@ -216,7 +216,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--squad", type=int, default=200, help="SQuAD 2.0 questions, half answerable"
     )
     parser.add_argument(
-        "--multihop", type=int, default=30, help="two-hop questions (report has 30, dev 60)"
+        "--multihop", type=int, default=0, help="two-hop questions (default 0: all of the split)"
     )
     parser.add_argument("--pubmedqa", type=int, default=50, help="PubMedQA questions")
     parser.add_argument(

@@ -55,5 +55,6 @@ def load_multihop(path: Path = MULTIHOP_ITEMS) -> list[MultiHopQuestion]:
 def choose_multihop(
     questions: list[MultiHopQuestion], split: str, count: int, seed: int
 ) -> list[MultiHopQuestion]:
+    """A seeded sample of ``count`` questions of the split (0: all of them)."""
     in_split = [q for q in questions if q.split == split]
-    return seeded_prefix(in_split, count, seed, key=lambda q: q.id)
+    return seeded_prefix(in_split, count or len(in_split), seed, key=lambda q: q.id)
