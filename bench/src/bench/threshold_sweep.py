@@ -6,9 +6,9 @@
   round 1 passed nothing at the floor, or whose support is below the threshold, counts as the
   refusal it would have become. Answers refused by a higher floor or threshold during the run
   cannot be brought back, so sweep runs made with both nearly off
-  (``RAGLOOP_ANSWER_MIN_CONFIDENCE=0.5 RAGLOOP_GENERATOR_SUPPORT_THRESHOLD=0.01``). A question
-  that names two candidates (or whose instructions ask for a decision) is a decision, and neither
-  guard applies to it.
+  (``RAGLOOP_ANSWER_MIN_CONFIDENCE=0.5 RAGLOOP_GENERATOR_SUPPORT_THRESHOLD=0.01``). A request for a
+  decision (``leads.requested_decision``: instructions that name the first words, a question that
+  names two candidates or asks yes or no) is exempt from both guards, as in the loop.
 - PubMedQA and the lead's yes-threshold: every decision's P(yes) is in the runs; at a threshold
   the answer begins with the word ``leads.chosen_lead`` picks at that threshold.
 
@@ -58,7 +58,7 @@ def outcome_at(run: QualityRun, threshold: float, floor: float = 0.0) -> tuple[b
     """(right, refused) of ``run``'s answer had answers below ``threshold`` support, and those
     whose round 1 passed no passage of at least ``floor`` confidence, been refused."""
     if requested_decision(run.item.instructions, run.item.text):
-        return run.correct, bool(run.refused)  # a decision: neither guard applies (0012, 0014)
+        return run.correct, bool(run.refused)  # a decision: no guard applies (0012, 0014, 0016)
     answer = run.quality_answer
     support = answer.support if answer else None
     best = answer.rounds[0].best_passed_confidence if answer and answer.rounds else None

@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ragloop.core.text import split_sentences
+
 _EARLIER = re.compile(r"\b(?:first|earlier|earliest|older|oldest|sooner)\b", re.IGNORECASE)
 _LATER = re.compile(
     r"\b(?:last|later|latest|newer|newest|younger|youngest|more\s+recent(?:ly)?|"
@@ -29,7 +31,6 @@ _YEAR = re.compile(
 )
 _WORD = re.compile(r"[^\W_]+")
 _POSSESSIVE = re.compile(r"['’]s\b")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 _STOPWORDS = frozenset(
     {"a", "an", "the", "of", "in", "on", "at", "to", "for", "and", "or", "by", "with", "from"}
 )
@@ -66,10 +67,6 @@ def _mentions(sentence_words: set[str], distinctive: set[str]) -> bool:
     return found == len(distinctive) if len(distinctive) <= 2 else 2 * found >= len(distinctive)
 
 
-def _passage_sentences(passages: Iterable[str]) -> list[str]:
-    return [part for passage in passages for part in _SENTENCE_END.split(" ".join(passage.split()))]
-
-
 def _years(distinctive: tuple[set[str], set[str]], sentences: Iterable[str]) -> list[int | None]:
     """Each candidate's year: the first one stated by a sentence that names it and not the other
     (None where no such sentence states one)."""
@@ -102,7 +99,9 @@ def dated_choice(
     distinctive = (first_words - second_words, second_words - first_words)
     years = _years(distinctive, sentences)
     if None in years:
-        from_passages = _years(distinctive, _passage_sentences(passages))
+        from_passages = _years(
+            distinctive, (s for passage in passages for s in split_sentences(passage))
+        )
         years = [
             year if year is not None else other
             for year, other in zip(years, from_passages, strict=True)

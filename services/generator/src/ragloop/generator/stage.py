@@ -15,7 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from ragloop.core.domain import Answer, AnswerDelta, Document, ModelUsage
-from ragloop.core.leads import requested_decision
+from ragloop.core.leads import Decision, requested_decision
 from ragloop.core.models import ChatMessage, ChatModel, ChatReply
 from ragloop.core.models.chat import call_usage
 from ragloop.core.models.choice import word_probabilities
@@ -61,17 +61,20 @@ class AnswerFormat(StrEnum):
 
 @dataclass(frozen=True)
 class _Lead:
-    """The answer's first word, when the instructions ask for one of ``choices``: ``word`` chosen
-    by a scored call (None: its reply named none, the JSON answer's ``lead`` decides), and what
-    that call cost. Or the candidates the question names (``named``): the JSON answer's ``lead``
-    chooses, after its sentences (decision 0014)."""
+    """The answer's first word, when the request asks for a ``decision``: where its instructions
+    name the words, ``word`` chosen by a scored call (None: its reply named none, the JSON
+    answer's ``lead`` decides), and what that call cost; where the question asks it (the
+    candidates it names, or yes or no), the JSON answer's ``lead`` chooses, after its sentences
+    (decisions 0014, 0016)."""
 
     word: str | None
-    choices: tuple[str, ...]
+    decision: Decision
     usage: ModelUsage
     probabilities: dict[str, float] = field(default_factory=dict)  # of each choice, 4 places
-    named: bool = False  # the choices are the candidates the question names
-    yes_no: bool = False  # the question asks yes or no
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return self.decision.choices
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -82,7 +85,7 @@ class _Lead:
         return answer_schema(decided=True)
 
 
-_NO_LEAD = _Lead(None, (), ModelUsage())
+_NO_LEAD = _Lead(None, Decision(), ModelUsage())
 
 
 class ModelGenerator:
@@ -215,14 +218,11 @@ class ModelGenerator:
         self, question: str, documents: list[Document], instructions: str, lead: _Lead
     ) -> list[ChatMessage]:
         decision = lead.word or ""
-        named = lead.choices if lead.named else ()
+        named = lead.choices if lead.decision.named else ()
+        yes_no = lead.decision.yes_no
         if self._format is AnswerFormat.TEXT:
-            return text_messages(
-                question, documents, instructions, decision, named, yes_no=lead.yes_no
-            )
-        return generate_messages(
-            question, documents, instructions, decision, named, yes_no=lead.yes_no
-        )
+            return text_messages(question, documents, instructions, decision, named, yes_no=yes_no)
+        return generate_messages(question, documents, instructions, decision, named, yes_no=yes_no)
 
     async def _lead(self, question: str, documents: list[Document], instructions: str) -> _Lead:
         """The answer's first word, where the instructions ask for one of a few: the model's
@@ -234,19 +234,19 @@ class ModelGenerator:
         decision = requested_decision(instructions, question)
         if not decision:
             return _NO_LEAD
-        choices = decision.choices
         if decision.asked_by_question:
-            return _Lead(None, choices, ModelUsage(), named=decision.named, yes_no=decision.yes_no)
+            return _Lead(None, decision, ModelUsage())
+        choices = decision.choices
         first_source = [d for d in documents if d.source == documents[0].source]
         reply = await self._model.next_token(lead_messages(question, first_source, choices))
         usage = call_usage(self._model.name, reply)
         probabilities = word_probabilities(reply, choices)
         if probabilities is None:
             log.warning("the scored lead named none of %s; the answer chooses it", choices)
-            return _Lead(None, choices, usage)
+            return _Lead(None, decision, usage)
         word = chosen_lead(probabilities, self._lead_yes_threshold)
         rounded = {choice: round(p, 4) for choice, p in probabilities.items()}
-        return _Lead(word, choices, usage, rounded)
+        return _Lead(word, decision, usage, rounded)
 
     async def _checked_support(
         self, question: str, answer: Answer, documents: list[Document], lead: _Lead
@@ -291,7 +291,7 @@ class ModelGenerator:
         draft, usage = reply.value, lead.usage + reply.usage
         if draft is not None and lead.word is not None:
             draft = replace(draft, lead=lead.word)
-        if draft is not None and lead.named:
+        if draft is not None and lead.decision.named:
             sentences = (sentence.text for sentence in draft.sentences)
             passages = (doc.text for doc in documents)
             if dated := dated_choice(question, lead.choices, sentences, passages):

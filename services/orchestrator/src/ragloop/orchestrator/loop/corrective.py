@@ -316,9 +316,10 @@ class _Run:
 
     @property
     def decision_required(self) -> bool:
-        """Whether the instructions ask for a decision (yes, no, …) or the question names the
-        candidates to choose between: it is given from the passages found even where the loop
-        would otherwise refuse (docs/decisions/0012, 0014)."""
+        """Whether the request asks for a decision (``leads.requested_decision``: words its
+        instructions name, candidates its question names, or a yes or no its question asks): it
+        is given from the passages found even where the loop would otherwise refuse
+        (docs/decisions/0012, 0014, 0016)."""
         return bool(requested_decision(self.policy.answer_instructions, self.original))
 
     async def execute(self) -> LoopResult:
