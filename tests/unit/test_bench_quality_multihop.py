@@ -1,4 +1,4 @@
-"""bench.quality's two-hop part: the hand-written items (well formed, 68 dev and 34 report), samples
+"""bench.quality's two-hop part: the hand-written items (well formed, 92 dev and 42 report), samples
 that are seeded prefixes of one split, questions that search the SQuAD collection (whose smoke
 corpus keeps both their paragraphs), answers scored by their gold answers, and the figures of both
 hops."""
@@ -28,9 +28,9 @@ SQUAD_FILE = SHARED_DATA / "squad2" / "squad2-dev-subset.json"
 
 
 # Per split: how many bridge and how many comparison questions it holds.
-COUNTS = {"dev": {"bridge": 40, "comparison": 28}, "report": {"bridge": 20, "comparison": 14}}
+COUNTS = {"dev": {"bridge": 40, "comparison": 52}, "report": {"bridge": 20, "comparison": 22}}
 # Per split: how many of its comparisons ask yes or no (the others name both candidates).
-YES_NO = {"dev": 8, "report": 4}
+YES_NO = {"dev": 32, "report": 12}
 # How a yes/no question begins.
 AUXILIARY = re.compile(r"(?:Are|Is|Was|Were|Do|Does|Did|Has|Have|Had|Can|Could) ")
 
@@ -40,7 +40,7 @@ def names(text: str, candidate: str) -> bool:
     return re.search(rf"(?<!\w){re.escape(candidate)}(?!\w)", text) is not None
 
 
-def test_the_items_are_sixty_eight_dev_and_thirty_four_report_two_hop_questions() -> None:
+def test_the_items_are_ninety_two_dev_and_forty_two_report_two_hop_questions() -> None:
     questions = load_multihop()
 
     assert set(COUNTS) == set(SPLIT_ARTICLES)

@@ -214,7 +214,8 @@ async def test_a_scored_reply_naming_no_lead_leaves_the_choice_to_the_answer() -
 
 async def test_without_lead_instructions_there_is_no_scored_call() -> None:
     model = ScriptedChatModel([answer_reply("It works.")])
-    answer = await ModelGenerator(model, support_threshold=0).generate("Does it work?", [doc("d1")])
+    generator = ModelGenerator(model, support_threshold=0)
+    answer = await generator.generate("What did the trial find?", [doc("d1")])
     assert answer.text == "It works. [1]" and len(model.calls) == 1
     assert answer.lead_probabilities == {}
 
@@ -262,23 +263,85 @@ async def test_a_plain_text_answer_is_told_to_begin_with_the_candidate_chosen() 
 YES_NO_QUESTION = "Were Arden and Bexley both founded by monks?"
 
 
-async def test_a_question_that_asks_yes_or_no_is_answered_by_the_lead_after_the_sentences() -> None:
+TWO_SOURCES = [
+    doc("a", "Arden Abbey was founded by monks in 1120.", source="arden.txt"),
+    doc("b", "Bexley was founded by King Offa.", source="bexley.txt"),
+]
+
+
+async def test_a_question_that_asks_yes_or_no_is_weighed_over_every_passage() -> None:
+    model = ScriptedChatModel(
+        ["Yes", answer_reply("Monks founded Arden; Bexley was founded by a king.")],
+        token_logprobs=[logprobs(yes=0.6, no=0.4)],
+    )
+    generator = ModelGenerator(model, question_yes_threshold=0.7, support_threshold=0.4)
+    answer = await generator.generate(YES_NO_QUESTION, TWO_SOURCES)
+
+    # Yes at 0.6 is under the question's threshold: the answer begins with no.
+    assert answer.text == "No. Monks founded Arden; Bexley was founded by a king. [1]"
+    assert answer.lead_probabilities == pytest.approx({"yes": 0.6, "no": 0.4})
+    # One scored call over both sources (a two-hop yes or no rests on both), then the answer
+    # written for the decision taken; no support check (the decision is weighed, not stated).
+    lead_call, answer_call = model.calls
+    assert lead_call.max_tokens == 1
+    assert "founded by monks in 1120" in lead_call.text and "King Offa" in lead_call.text
+    assert lead_call.text.endswith(f"Question: {YES_NO_QUESTION}\nAnswer with one word: yes or no.")
+    assert "The answer begins with No: write the sentences" in answer_call.text
+    assert "The question asks yes or no" not in answer_call.text
+    assert answer_call.json_schema == answer_schema(decided=True)
+    assert answer.usage.calls == 2
+
+
+@pytest.mark.parametrize(("p_yes", "lead"), [(0.69, "No"), (0.7, "Yes")])
+async def test_the_questions_own_threshold_decides_not_the_instructions_one(
+    p_yes: float, lead: str
+) -> None:
+    model = ScriptedChatModel(
+        ["Yes", answer_reply("Arden was founded by monks.")],
+        token_logprobs=[logprobs(yes=p_yes, no=1 - p_yes)],
+    )
+    generator = ModelGenerator(model, lead_yes_threshold=0.95, question_yes_threshold=0.7)
+    answer = await generator.generate(YES_NO_QUESTION, TWO_SOURCES)
+    assert answer.text.startswith(f"{lead}. ")
+
+
+async def test_a_questions_yes_or_no_the_sources_do_not_state_is_given_as_unstated() -> None:
+    reply = {"answerable": False, "sentences": []}
+    model = ScriptedChatModel(["no", json.dumps(reply)])  # no log-probabilities: the word decides
+    answer = await ModelGenerator(model).generate(YES_NO_QUESTION, TWO_SOURCES)
+    assert answer.text == "No. The sources do not state this directly."
+    assert not answer.grounded
+
+
+async def test_a_scored_reply_naming_neither_leaves_the_yes_or_no_to_the_answers_lead() -> None:
     reply = answer_reply("Monks founded Arden; Bexley was founded by a king.", lead="no")
-    model = ScriptedChatModel([reply])
-    generator = ModelGenerator(model, support_threshold=0.4)
-    answer = await generator.generate(YES_NO_QUESTION, [doc("d1")])
+    model = ScriptedChatModel(["The", reply], token_logprobs=[logprobs(the=0.9)])
+    answer = await ModelGenerator(model, support_threshold=0.4).generate(
+        YES_NO_QUESTION, [doc("d1")]
+    )
 
     assert answer.text == "No. Monks founded Arden; Bexley was founded by a king. [1]"
-    # No scored call (the answer may rest on several sources) and no support check.
-    (call,) = model.calls
-    assert call.json_schema == answer_schema(("yes", "no"))
-    assert "The question asks yes or no: write what the sources say" in call.text
+    answer_call = model.calls[1]
+    assert answer_call.json_schema == answer_schema(("yes", "no"))
+    assert "The question asks yes or no: write what the sources say" in answer_call.text
 
 
-async def test_a_plain_text_answer_is_told_to_begin_with_yes_or_no() -> None:
-    model = ScriptedChatModel(["Yes, both were founded by monks [1]."])
+async def test_a_plain_text_answer_begins_with_the_yes_or_no_weighed() -> None:
+    model = ScriptedChatModel(
+        ["No", "Monks founded Arden, a king founded Bexley [1]."],
+        token_logprobs=[logprobs(yes=0.2, no=0.8)],
+    )
+    generator = ModelGenerator(model, answer_format=AnswerFormat.TEXT, support_threshold=0)
+    answer = await generator.generate(YES_NO_QUESTION, [doc("d1")])
+
+    assert answer.text.startswith("No. Monks founded Arden")
+    assert "The answer begins with No" in model.calls[1].text
+
+
+async def test_without_a_scored_word_a_plain_text_answer_is_told_to_begin_with_yes_or_no() -> None:
+    model = ScriptedChatModel(["The", "Yes, both were founded by monks [1]."])
     generator = ModelGenerator(model, answer_format=AnswerFormat.TEXT, support_threshold=0)
     answer = await generator.generate(YES_NO_QUESTION, [doc("d1")])
 
     assert answer.text.startswith("Yes")
-    assert "begin the answer with Yes or No" in model.calls[0].text
+    assert "begin the answer with Yes or No" in model.calls[1].text

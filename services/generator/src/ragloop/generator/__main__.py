@@ -19,6 +19,7 @@ def build_generator(settings: GeneratorSettings, model: ChatModel) -> ModelGener
         max_documents=settings.generator_max_documents,
         answer_format=settings.generator_answer_format,
         lead_yes_threshold=settings.generator_lead_yes_threshold,
+        question_yes_threshold=settings.generator_question_yes_threshold,
         support_threshold=settings.generator_support_threshold,
     )
 

@@ -5,7 +5,7 @@ from pydantic import Field
 from ragloop.core.names import Stage
 from ragloop.core.settings import ChatModelSettings
 from ragloop.core.stage_registry import stage_spec
-from ragloop.generator.leads import DEFAULT_LEAD_YES_THRESHOLD
+from ragloop.generator.leads import DEFAULT_LEAD_YES_THRESHOLD, DEFAULT_QUESTION_YES_THRESHOLD
 from ragloop.generator.stage import AnswerFormat
 from ragloop.generator.support import DEFAULT_SUPPORT_THRESHOLD
 
@@ -31,6 +31,16 @@ class GeneratorSettings(ChatModelSettings):
         "yes for the answer to begin with it; below, it begins with no. Calibrated on PubMedQA "
         "dev questions with the 1.5B model, which says yes too readily; a larger, better "
         "calibrated model may want 0.5 (docs/decisions/0004-answer-leads.md).",
+    )
+    generator_question_yes_threshold: float = Field(
+        DEFAULT_QUESTION_YES_THRESHOLD,
+        ge=0.0,
+        le=1.0,
+        description='Where the question itself asks yes or no ("Were A and B both founded by '
+        'monks?"), the probability the model must give yes, over every passage handed to the '
+        "generator, for the answer to begin with it; below, it begins with no. Calibrated on "
+        "two-hop dev questions with the 1.5B model "
+        "(docs/decisions/0017-weighing-a-questions-yes-or-no.md).",
     )
     generator_support_threshold: float = Field(
         DEFAULT_SUPPORT_THRESHOLD,

@@ -36,6 +36,7 @@ from ragloop.generator.dated_choice import dated_choice
 from ragloop.generator.draft import DraftAnswer, parse_draft
 from ragloop.generator.leads import (
     DEFAULT_LEAD_YES_THRESHOLD,
+    DEFAULT_QUESTION_YES_THRESHOLD,
     NO,
     YES,
     chosen_lead,
@@ -62,10 +63,10 @@ class AnswerFormat(StrEnum):
 @dataclass(frozen=True)
 class _Lead:
     """The answer's first word, when the request asks for a ``decision``: where its instructions
-    name the words, ``word`` chosen by a scored call (None: its reply named none, the JSON
-    answer's ``lead`` decides), and what that call cost; where the question asks it (the
-    candidates it names, or yes or no), the JSON answer's ``lead`` chooses, after its sentences
-    (decisions 0014, 0016)."""
+    name the words or its question asks yes or no, ``word`` chosen by a scored call (None: its
+    reply named none, the JSON answer's ``lead`` decides), and what that call cost; where the
+    question names candidates, the JSON answer's ``lead`` chooses, after its sentences
+    (decisions 0014, 0017)."""
 
     word: str | None
     decision: Decision
@@ -99,10 +100,12 @@ class ModelGenerator:
         max_documents: int = 20,
         answer_format: AnswerFormat = AnswerFormat.JSON,
         lead_yes_threshold: float = DEFAULT_LEAD_YES_THRESHOLD,
+        question_yes_threshold: float = DEFAULT_QUESTION_YES_THRESHOLD,
         support_threshold: float = DEFAULT_SUPPORT_THRESHOLD,
     ) -> None:
         self._model = model
         self._lead_yes_threshold = lead_yes_threshold
+        self._question_yes_threshold = question_yes_threshold
         self._support_threshold = support_threshold
         self._max_tokens = max_tokens
         self._max_documents = max_documents
@@ -219,32 +222,38 @@ class ModelGenerator:
     ) -> list[ChatMessage]:
         decision = lead.word or ""
         named = lead.choices if lead.decision.named else ()
-        yes_no = lead.decision.yes_no
+        yes_no = lead.decision.yes_no and lead.word is None
         if self._format is AnswerFormat.TEXT:
             return text_messages(question, documents, instructions, decision, named, yes_no=yes_no)
         return generate_messages(question, documents, instructions, decision, named, yes_no=yes_no)
 
     async def _lead(self, question: str, documents: list[Document], instructions: str) -> _Lead:
-        """The answer's first word, where the instructions ask for one of a few: the model's
-        probability of each, read by one scored call (leads.chosen_lead) over the passages of the
-        most relevant source only: the threshold was calibrated on one source, and other sources'
-        passages lowered P(yes) below it (decision 0012). Candidates the question names are
-        phrases a first token cannot tell apart, and a question's own yes or no rests on what
-        several sources say: the answer's ``lead`` chooses them, after its sentences."""
+        """The answer's first word, where the instructions ask for one of a few, or the question
+        asks yes or no: the model's probability of each, read by one scored call
+        (leads.chosen_lead). The instructions' words are weighed over the passages of the most
+        relevant source only: their threshold was calibrated on one source, and other sources'
+        passages lowered P(yes) below it (decision 0012). A question's own yes or no rests on
+        what several sources say: over every passage, with its own threshold (decision 0017).
+        Candidates the question names are phrases a first token cannot tell apart: the answer's
+        ``lead`` chooses them, after its sentences (decision 0014)."""
         decision = requested_decision(instructions, question)
         if not decision:
             return _NO_LEAD
-        if decision.asked_by_question:
+        if decision.named:
             return _Lead(None, decision, ModelUsage())
         choices = decision.choices
-        first_source = [d for d in documents if d.source == documents[0].source]
-        reply = await self._model.next_token(lead_messages(question, first_source, choices))
+        if decision.yes_no:
+            weighed, threshold = documents, self._question_yes_threshold
+        else:
+            weighed = [d for d in documents if d.source == documents[0].source]
+            threshold = self._lead_yes_threshold
+        reply = await self._model.next_token(lead_messages(question, weighed, choices))
         usage = call_usage(self._model.name, reply)
         probabilities = word_probabilities(reply, choices)
         if probabilities is None:
             log.warning("the scored lead named none of %s; the answer chooses it", choices)
             return _Lead(None, decision, usage)
-        word = chosen_lead(probabilities, self._lead_yes_threshold)
+        word = chosen_lead(probabilities, threshold)
         rounded = {choice: round(p, 4) for choice, p in probabilities.items()}
         return _Lead(word, decision, usage, rounded)
 
