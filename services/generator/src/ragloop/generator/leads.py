@@ -16,7 +16,7 @@ YES, NO = "yes", "no"
 # Calibrated on PubMedQA dev questions with the default model (docs/decisions/0004).
 DEFAULT_LEAD_YES_THRESHOLD = 0.8
 # Calibrated on the two-hop dev yes/no questions with the default model (docs/decisions/0017).
-DEFAULT_QUESTION_YES_THRESHOLD = 0.5
+DEFAULT_QUESTION_YES_THRESHOLD = 0.75
 
 
 def chosen_lead(probabilities: dict[str, float], yes_threshold: float) -> str:
