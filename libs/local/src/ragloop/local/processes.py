@@ -27,10 +27,22 @@ def port_is_free(host: str, port: int) -> bool:
     return True
 
 
+# Every port free_port handed out in this process: once its probe socket is closed the kernel
+# may offer a port again, and two services started together were once given the same one.
+_HANDED_OUT: set[tuple[str, int]] = set()
+_FREE_PORT_ATTEMPTS = 100
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    """A port of ``host`` that nothing listens on now and that this process never handed out."""
+    for _ in range(_FREE_PORT_ATTEMPTS):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind((host, 0))
+            port = int(sock.getsockname()[1])
+        if (host, port) not in _HANDED_OUT:
+            _HANDED_OUT.add((host, port))
+            return port
+    raise StartupError(f"no free port on {host} that was not handed out already")
 
 
 @dataclass
