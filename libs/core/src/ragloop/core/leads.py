@@ -103,10 +103,6 @@ class Decision:
     def __bool__(self) -> bool:
         return bool(self.choices)
 
-    @property
-    def asked_by_question(self) -> bool:
-        return self.named or self.yes_no
-
 
 def requested_decision(instructions: str, question: str) -> Decision:
     """The decision a request asks for: the words its instructions name (``required_lead``), else

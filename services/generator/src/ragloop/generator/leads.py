@@ -1,11 +1,13 @@
 """The answer's first word, where the instructions name the words it must begin with
-(ragloop.core.leads.required_lead): the choice among them. A question that names two candidates
-(``question_choices``) begins its answer with the one chosen, the same way.
+(ragloop.core.leads.required_lead), or the question asks yes or no (``asks_yes_or_no``): the
+choice among them. A question that names two candidates (``question_choices``) begins its answer
+with the one chosen, the same way.
 
 The lead is chosen by one scored call before the answer is written (the model's probability of
 each word, read through the log-probabilities), and the answer's text then begins with it; where
 the provider's reply names none of the words, the JSON answer's schema-limited ``lead`` decides.
-Why, with the measurements: docs/decisions/0004-answer-leads.md.
+Why, with the measurements: docs/decisions/0004-answer-leads.md and
+0017-weighing-a-questions-yes-or-no.md.
 """
 
 from __future__ import annotations
