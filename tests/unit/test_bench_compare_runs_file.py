@@ -26,6 +26,7 @@ from bench.comparison.workload import WorkItem
 from ragloop.core.domain import ModelUsage
 
 CLAIM = WorkItem("scifact", "7", "A claim.", frozenset({"d1", "d2"}))
+OTHER_CLAIM = WorkItem("scifact", "8", "Another claim.", frozenset({"d3"}))
 QUESTION = WorkItem("pubmedqa", "p9", "Does it?", frozenset({"p9"}), "no", instructions="Begin…")
 
 
@@ -215,6 +216,24 @@ def test_the_runs_file_options_forget_systems_or_start_over(tmp_path: Path) -> N
 
     with pytest.raises(SystemExit):  # not a system of the benchmark
         runs_file_options("--forget", "ragloop_lite")
+
+
+def test_forget_question_limits_forget_to_the_questions_named(tmp_path: Path) -> None:
+    runs_file = RunsFile(tmp_path / "runs.jsonl.xz")
+    for system in SYSTEMS:
+        runs_file.append(answered_run(system, CLAIM), {})
+        runs_file.append(answered_run(system, OTHER_CLAIM), {})
+
+    options = ("--forget", "ragloop", "--forget", "baseline", "--forget-question", OTHER_CLAIM.id)
+    prepare_runs_file(runs_file, runs_file_options(*options))
+
+    kept = sorted((run.system, run.item.id) for run in runs_file.runs())
+    assert kept == sorted(
+        [(system, CLAIM.id) for system in SYSTEMS] + [("ragloop_inprocess", OTHER_CLAIM.id)]
+    )
+    with pytest.raises(SystemExit, match="--forget-question names the questions"):
+        prepare_runs_file(runs_file, runs_file_options("--forget-question", CLAIM.id))
+    assert len(runs_file.runs()) == len(kept)  # nothing dropped without --forget
 
 
 def test_an_interrupted_invocation_compacts_the_runs_it_made(tmp_path: Path) -> None:

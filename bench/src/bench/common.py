@@ -135,20 +135,32 @@ def add_runs_file_arguments(parser: argparse.ArgumentParser, systems: Sequence[s
         f"they are made again (one of {', '.join(systems)}; repeat for more)",
     )
     parser.add_argument(
+        "--forget-question",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="with --forget, drop only the runs of question ID (repeat for more): to make again "
+        "the runs of the questions a change affects",
+    )
+    parser.add_argument(
         "--summarise", action="store_true", help="compute --output from the runs file, run nothing"
     )
 
 
 def prepare_runs_file(runs_file: RunsFile, args: argparse.Namespace) -> None:
-    """The runs file as ``--fresh`` and ``--forget`` ask."""
+    """The runs file as ``--fresh``, ``--forget`` and ``--forget-question`` ask."""
+    if args.forget_question and not args.forget:
+        raise SystemExit("--forget-question names the questions of the systems --forget names")
     if args.fresh:
         runs_file.clear()
     if args.forget:
         # Only the parts this invocation makes again: the others' runs would be lost, not remade.
         parts = getattr(args, "parts", None)
-        dropped = runs_file.forget(args.forget, parts)
+        questions = args.forget_question or None
+        dropped = runs_file.forget(args.forget, parts, questions)
         which = f" ({', '.join(parts)})" if parts else ""
-        print(f"forgot {dropped} runs of {', '.join(args.forget)}{which} in {runs_file.path}")
+        of = f", questions {', '.join(questions)}" if questions else ""
+        print(f"forgot {dropped} runs of {', '.join(args.forget)}{which}{of} in {runs_file.path}")
 
 
 @contextmanager

@@ -15,8 +15,8 @@ started again, and runs of several sessions combine. The figures are computed fr
 the file and merged into ``--output``. The runs file is ``NAME-runs.jsonl.xz`` beside ``--output``
 (a JSON line a run, xz-compressed; compacted into one xz stream when the invocation ends).
 ``--fresh`` starts over; ``--forget SYSTEM`` drops one system's runs (of the ``--parts`` run), to
-make them again; ``--summarise`` only recomputes the figures; ``--report-only`` prints the tables
-of ``--output``.
+make them again, ``--forget-question ID`` only those of question ID; ``--summarise`` only
+recomputes the figures; ``--report-only`` prints the tables of ``--output``.
 A smoke run:
 ``--squad 4 --multihop 2 --pubmedqa 2 --corpus-limit 40 --output /tmp/quality-smoke/quality.json``.
 """

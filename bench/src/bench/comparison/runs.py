@@ -261,13 +261,19 @@ class RunsFile:
         """Rewrite the file with its well-formed lines only, compressed as one xz stream."""
         self._rewrite(lambda record: True)
 
-    def forget(self, systems: Collection[str], datasets: Collection[str] | None = None) -> int:
-        """Drop the runs of ``systems`` (only those of ``datasets``, when given) and compact;
-        returns how many records went."""
+    def forget(
+        self,
+        systems: Collection[str],
+        datasets: Collection[str] | None = None,
+        questions: Collection[str] | None = None,
+    ) -> int:
+        """Drop the runs of ``systems`` (only those of ``datasets`` and of the question ids
+        ``questions``, when given) and compact; returns how many records went."""
         return self._rewrite(
             lambda record: (
                 record.get("system") not in systems
                 or (datasets is not None and record.get("dataset") not in datasets)
+                or (questions is not None and record.get("id") not in questions)
             )
         )
 
