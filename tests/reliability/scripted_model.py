@@ -2,10 +2,11 @@
 llama-server speaks), answering every stage's JSON schema at once with a valid reply, so the
 stage processes run their real code while the test decides when a stage's model call ends.
 
-The stage is told by the reply schema it asks for. A grader call passes its passage unless the
-question holds ``NOT_RELEVANT`` (so the loop goes on to the rewriter); every rewrite is a new
-query. ``hold(stage)`` makes that stage's calls wait until the test releases them: the test then
-knows a request is in flight at that stage, without timing anything.
+The stage is told by the reply schema it asks for, a one-token scored call by its system
+message (the grader's, or the generator's support check and lead). A grader call passes its
+passage unless the question holds ``NOT_RELEVANT`` (so the loop goes on to the rewriter); every
+rewrite is a new query. ``hold(stage)`` makes that stage's calls wait until the test releases
+them: the test then knows a request is in flight at that stage, without timing anything.
 """
 
 from __future__ import annotations
@@ -18,7 +19,12 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from ragloop.generator.prompts import LEAD_SYSTEM, SUPPORT_SYSTEM
+
 NOT_RELEVANT = "NOT_RELEVANT"
+# The generator's one-token calls (the support check, a decision's lead) ask for
+# log-probabilities as the grader's do; their system messages tell them apart.
+GENERATOR_SCORED_SYSTEMS = (SUPPORT_SYSTEM, LEAD_SYSTEM)
 HOLD_LIMIT_S = 120.0  # a held call never outlives a test, even one that forgets to release it
 
 
@@ -83,8 +89,10 @@ class ScriptedModel:
         schema = body.get("response_format", {}).get("json_schema", {}).get("schema", {})
         fields = set(schema.get("properties", {}))
         prompt = "\n".join(m.get("content", "") for m in body.get("messages", []))
-        if body.get("logprobs"):  # the grader's scored mode: one token, yes or no
-            return "grader", {"token": "no" if NOT_RELEVANT in prompt else "yes"}
+        if body.get("logprobs"):  # a scored call: one token, yes or no
+            system = next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
+            stage = "generator" if system in GENERATOR_SCORED_SYSTEMS else "grader"
+            return stage, {"token": "no" if NOT_RELEVANT in prompt else "yes"}
         if "relevant" in fields:
             relevant = NOT_RELEVANT not in prompt
             return "grader", {"relevant": relevant, "confidence": 0.9, "reasoning": "scripted"}
