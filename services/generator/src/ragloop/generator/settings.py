@@ -48,8 +48,9 @@ class GeneratorSettings(ChatModelSettings):
         le=1.0,
         description="Once an answer is written, one scored call asks whether the passages it "
         "cites state it; below this probability of yes the answer becomes the refusal (0: no "
-        "check). Answers that lead with a decision (asked for by the instructions, or between two "
-        "candidates the question names) are not checked. "
+        "check). Answers that lead with a decision (asked for by the instructions, between two "
+        "candidates the question names, or yes or no where the question asks it) are not "
+        "checked. "
         "Calibrated on SQuAD 2.0 and two-hop dev questions with the 1.5B model "
         "(docs/decisions/0008-answer-support-check.md, 0013-filling-the-context.md).",
     )

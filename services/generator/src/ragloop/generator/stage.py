@@ -262,9 +262,9 @@ class ModelGenerator:
     ) -> Answer:
         """``answer``, or the refusal when the model, asked whether the passages it cites state
         it, gives yes a probability below the support threshold. Not for refusals, nor for
-        answers that lead with a decision the instructions asked for: a decision is weighed from
-        the sources rather than stated in them, and checking it refused right ones (decision
-        0008)."""
+        answers that lead with a decision (asked for by the instructions or the question): a
+        decision is weighed from the sources rather than stated in them, and checking it refused
+        right ones (decisions 0008, 0014, 0016)."""
         cited = cited_documents(answer, documents)
         if self._support_threshold <= 0 or lead.choices or not cited:
             return answer

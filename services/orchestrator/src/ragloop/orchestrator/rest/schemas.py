@@ -251,8 +251,9 @@ class QueryResponse(BaseModel):
     )
     lead_probabilities: dict[str, float] = Field(
         default_factory=dict,
-        description="Where answer_instructions name the words the answer must begin with: the "
-        "model's probability of each (normalised over them) from the call that chose the lead.",
+        description="Where answer_instructions name the words the answer must begin with, or the "
+        "question asks yes or no: the model's probability of each (normalised over them) from "
+        "the call that chose the lead.",
     )
     query: QuerySummary
     rewrite_history: list[RewriteOut]
