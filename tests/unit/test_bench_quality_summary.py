@@ -128,6 +128,9 @@ def test_ragloop_against_single_shot() -> None:
     assert f["loop_vs_single_p"] == 0.625  # 2 × (1 + 4) / 16
     assert f["loop_worse_share"] == pytest.approx(1 / 6, abs=1e-4)
     assert f["rewrites_turned_right"] == 1  # A1
+    # U2 and P1 were won without a rewrite: single-shot's rounds, answered otherwise.
+    assert f["loop_vs_single_wins_unrewritten"] == 2
+    assert f["loop_vs_single_losses_unrewritten"] == 0  # A3 was lost after rewrites
     # A1, A2, A3 missed the gold passage in round 1: A1 and A2 right, A1's found in round 2.
     assert f["loop_recovery_questions"] == 3
     assert f["loop_recovery_share"] == pytest.approx(2 / 3, abs=1e-4)

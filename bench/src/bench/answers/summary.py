@@ -150,6 +150,13 @@ def loop_figures(runs: Sequence[QualityRun]) -> Figures:
         for ours, theirs in pairs
         if ours.correct and not theirs.correct and ours.answered and ours.answered.rewrites
     ]
+    # Without a rewrite ragloop ran single-shot's rounds: a difference there is the model server's
+    # (llama-server's prompt cache changes the logits of a prompt whose prefix it holds).
+    unrewritten = [
+        (ours, theirs)
+        for ours, theirs in pairs
+        if ours.correct != theirs.correct and not (ours.answered and ours.answered.rewrites)
+    ]
     # Answerable SQuAD questions whose round 1 passed no passage holding a gold answer.
     missed = [run for run in loop.values() if run.round1_answer_bearing_passed is False]
     paired = bool(pairs)
@@ -160,6 +167,12 @@ def loop_figures(runs: Sequence[QualityRun]) -> Figures:
         "loop_vs_single_p": round(mcnemar_p(wins, losses), 4) if paired else None,
         "loop_worse_share": round(losses / len(pairs), 4) if paired else None,
         "rewrites_turned_right": len(turned) if paired else None,
+        "loop_vs_single_wins_unrewritten": (
+            sum(1 for ours, _ in unrewritten if ours.correct) if paired else None
+        ),
+        "loop_vs_single_losses_unrewritten": (
+            sum(1 for ours, _ in unrewritten if not ours.correct) if paired else None
+        ),
         "loop_recovery_questions": len(missed),
         "loop_recovery_share": share(run.correct for run in missed),
         "loop_recovery_evidence_share": share(run.later_answer_bearing_passed for run in missed),
