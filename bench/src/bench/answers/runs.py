@@ -122,6 +122,11 @@ class QualityRun(QueryRun):
         return None if self.answered is None else is_refusal(self.answered.answer)
 
     @property
+    def rewrote(self) -> bool:
+        """The system rewrote the query at least once."""
+        return bool(self.answered and self.answered.rewrites)
+
+    @property
     def correct(self) -> bool:
         """SQuAD and two-hop: ``squad_correct``; PubMedQA: the answer begins with the experts'
         decision."""

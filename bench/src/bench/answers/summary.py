@@ -103,7 +103,7 @@ def system_figures(system: str, runs: Sequence[QualityRun]) -> Figures:
         "pubmedqa_decision_accuracy": share(run.correct for run in pubmedqa),
         "pubmedqa_decided_share": share(run.decision is not None for run in pubmedqa),
         "citation_validity": citation_validity(done),
-        "rewrite_share": share(bool(run.answered and run.answered.rewrites) for run in done),
+        "rewrite_share": share(run.rewrote for run in done),
         "p50_latency_s": round(percentile(seconds, 50), 2) if seconds else None,
         "model_calls_per_query": per_query(lambda r: _usage(r).calls, 2),
         "prompt_tokens_per_query": per_query(lambda r: r.server.prompt_tokens, 1),
@@ -146,16 +146,12 @@ def loop_figures(runs: Sequence[QualityRun]) -> Figures:
     wins = sum(1 for ours, theirs in pairs if ours.correct and not theirs.correct)
     losses = sum(1 for ours, theirs in pairs if theirs.correct and not ours.correct)
     turned = [
-        ours
-        for ours, theirs in pairs
-        if ours.correct and not theirs.correct and ours.answered and ours.answered.rewrites
+        ours for ours, theirs in pairs if ours.correct and not theirs.correct and ours.rewrote
     ]
     # Without a rewrite ragloop ran single-shot's rounds: a difference there is the model server's
     # (llama-server's prompt cache changes the logits of a prompt whose prefix it holds).
     unrewritten = [
-        (ours, theirs)
-        for ours, theirs in pairs
-        if ours.correct != theirs.correct and not (ours.answered and ours.answered.rewrites)
+        ours for ours, theirs in pairs if ours.correct != theirs.correct and not ours.rewrote
     ]
     # Answerable SQuAD questions whose round 1 passed no passage holding a gold answer.
     missed = [run for run in loop.values() if run.round1_answer_bearing_passed is False]
@@ -168,10 +164,10 @@ def loop_figures(runs: Sequence[QualityRun]) -> Figures:
         "loop_worse_share": round(losses / len(pairs), 4) if paired else None,
         "rewrites_turned_right": len(turned) if paired else None,
         "loop_vs_single_wins_unrewritten": (
-            sum(1 for ours, _ in unrewritten if ours.correct) if paired else None
+            sum(1 for ours in unrewritten if ours.correct) if paired else None
         ),
         "loop_vs_single_losses_unrewritten": (
-            sum(1 for ours, _ in unrewritten if not ours.correct) if paired else None
+            sum(1 for ours in unrewritten if not ours.correct) if paired else None
         ),
         "loop_recovery_questions": len(missed),
         "loop_recovery_share": share(run.correct for run in missed),
