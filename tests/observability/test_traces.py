@@ -75,12 +75,16 @@ def stack(receiver: OtlpReceiver, tmp_path_factory: pytest.TempPathFactory) -> I
 
 
 def complete(trace_id: str) -> Callable[[list[Span]], bool]:
-    """Whether the spans received hold the request's root span and spans of all five."""
+    """Whether the spans received hold the request's root span, spans of all five, and a stage's
+    server span for each of the orchestrator's calls (each process exports on its own timer, so
+    the last stage's span can arrive after the orchestrator's)."""
 
     def found(spans: list[Span]) -> bool:
         trace = [s for s in spans if s.trace_id == trace_id]
         root = [s for s in trace if s.name == "POST /v1/query"]
-        return bool(root) and {s.service for s in trace} >= SERVICES
+        servers = [s for s in trace if s.kind == "SERVER" and s.service != "orchestrator"]
+        calls = [s for s in trace if s.kind == "CLIENT" and s.service == "orchestrator"]
+        return bool(root) and {s.service for s in trace} >= SERVICES and len(servers) >= len(calls)
 
     return found
 
