@@ -74,6 +74,16 @@ def stack(receiver: OtlpReceiver, tmp_path_factory: pytest.TempPathFactory) -> I
             running.stop()
 
 
+def stage_servers(trace: list[Span]) -> list[Span]:
+    """The stages' server spans: one per call the orchestrator made."""
+    return [s for s in trace if s.kind == "SERVER" and s.service != "orchestrator"]
+
+
+def stage_calls(trace: list[Span]) -> list[Span]:
+    """The orchestrator's client spans: one per stage call."""
+    return [s for s in trace if s.kind == "CLIENT" and s.service == "orchestrator"]
+
+
 def complete(trace_id: str) -> Callable[[list[Span]], bool]:
     """Whether the spans received hold the request's root span, spans of all five, and a stage's
     server span for each of the orchestrator's calls (each process exports on its own timer, so
@@ -82,9 +92,8 @@ def complete(trace_id: str) -> Callable[[list[Span]], bool]:
     def found(spans: list[Span]) -> bool:
         trace = [s for s in spans if s.trace_id == trace_id]
         root = [s for s in trace if s.name == "POST /v1/query"]
-        servers = [s for s in trace if s.kind == "SERVER" and s.service != "orchestrator"]
-        calls = [s for s in trace if s.kind == "CLIENT" and s.service == "orchestrator"]
-        return bool(root) and {s.service for s in trace} >= SERVICES and len(servers) >= len(calls)
+        arrived = len(stage_servers(trace)) >= len(stage_calls(trace))
+        return bool(root) and {s.service for s in trace} >= SERVICES and arrived
 
     return found
 
@@ -130,9 +139,9 @@ def test_one_query_is_one_trace_across_the_five_processes(
 
     # Each stage call: the stage's server span under the orchestrator's client span, under the
     # node that made the call.
-    servers = [s for s in trace if s.kind == "SERVER" and s.service != "orchestrator"]
+    servers = stage_servers(trace)
     assert {s.service for s in servers} == SERVICES - {"orchestrator"}
-    calls = [s for s in trace if s.kind == "CLIENT" and s.service == "orchestrator"]
+    calls = stage_calls(trace)
     assert len(servers) == len(calls)  # (a round that retrieved nothing calls no grader)
     for server in servers:
         client = parent_of(trace, server)
