@@ -182,7 +182,9 @@ async def test_generator_answers_with_a_citation(serve_stage) -> None:
     assert reply.citations[0].number == 1 and reply.citations[0].quote
     assert list(reply.removed_citations) == [] and reply.uncited_sentences == 0
     assert reply.hallucination_risk == 0.0
-    assert reply.HasField("support") and 0.6 <= reply.support <= 1  # checked, and it stood
+    # checked twice, and it stood
+    assert reply.HasField("answer_match") and 0.2 <= reply.answer_match <= 1
+    assert reply.HasField("support") and 0.4 <= reply.support <= 1
 
 
 async def test_generator_with_no_documents_says_so_without_the_model(serve_stage) -> None:

@@ -150,13 +150,18 @@ async def test_generator_streams_its_answer_over_ollama(ollama_url: str) -> None
     assert len(deltas) > 1 and all(isinstance(d, AnswerDelta) and not d.restart for d in deltas)
     assert "".join(d.text for d in deltas) == "The retriever owns it."
     assert isinstance(answer, Answer) and answer.text == "The retriever owns it. [1]"
-    # The answer, then its support check: one sampled token without a schema (Ollama passes no
-    # log-probabilities on). The fake's reply to it is neither yes nor no, so the answer stands.
-    assert (answer.usage.prompt_tokens, answer.usage.completion_tokens) == (84, 14)
-    [(_, body), (_, check)] = FakeOllama.requests
+    # The answer, then its answer-match and support checks: one sampled token each, without a
+    # schema (Ollama passes no log-probabilities on). The fake's reply to them is neither yes
+    # nor no, so the answer stands.
+    assert (answer.usage.prompt_tokens, answer.usage.completion_tokens) == (126, 21)
+    [(_, body), (_, match), (_, support)] = FakeOllama.requests
     assert body["format"] == ANSWER_SCHEMA and body["stream"] is True
-    assert check["options"]["num_predict"] == 1 and not check.get("format")
-    assert "Answer: The retriever owns it.\n" in check["messages"][-1]["content"]
+    for check in (match, support):
+        assert check["options"]["num_predict"] == 1 and not check.get("format")
+    assert "Sentence: The retriever owns it.\nQuestion:" in match["messages"][-1]["content"]
+    assert "Answer: The retriever owns it.\n" in support["messages"][-1]["content"]
+    assert "<document>" not in match["messages"][-1]["content"]
+    assert answer.answer_match is None and answer.support is None
 
 
 def test_embeddings_over_ollama(ollama_url: str) -> None:

@@ -27,6 +27,10 @@ from ragloop.core.models.chat import ChatMessage, ChatReply, TokenReply
 from ragloop.orchestrator.loop.corrective import LoopPolicy
 from ragloop.orchestrator.loop.events import LoopEvent
 
+# ModelGenerator's keyword arguments that turn off both scored checks of a written answer, for
+# tests that script only the answer's reply.
+UNCHECKED: dict[str, float] = {"support_threshold": 0, "answer_match_threshold": 0}
+
 
 def doc(doc_id: str, text: str | None = None, *, source: str = "", score: float = 0.5) -> Document:
     """A document whose text and source default to something derived from its id."""

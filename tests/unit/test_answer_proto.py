@@ -1,4 +1,5 @@
-"""The citation and support checks' fields survive the trip through GenerateAnswerResponse."""
+"""The citation, answer-match and support checks' fields survive the trip through
+GenerateAnswerResponse."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ def test_answer_round_trips_with_its_citation_check() -> None:
         uncited_sentences=1,
         hallucination_risk=0.5,
         support=0.75,
+        answer_match=0.625,
         lead_probabilities={"yes": 0.25, "no": 0.75},
     )
 
@@ -23,12 +25,13 @@ def test_answer_round_trips_with_its_citation_check() -> None:
 
     assert list(message.removed_citations) == [4, 7]
     assert (message.uncited_sentences, message.hallucination_risk) == (1, 0.5)
-    assert message.support == 0.75
+    assert (message.support, message.answer_match) == (0.75, 0.625)
     assert answer_from_proto(message) == answer
 
 
-def test_an_unchecked_answer_has_no_support_figure_rather_than_zero() -> None:
+def test_an_unchecked_answer_has_no_check_figures_rather_than_zero() -> None:
     message = answer_to_proto(Answer("X. [1]", [Citation(1, "d1", "x.md", "X.")], grounded=True))
 
-    assert not message.HasField("support")
-    assert answer_from_proto(message).support is None
+    assert not message.HasField("support") and not message.HasField("answer_match")
+    back = answer_from_proto(message)
+    assert back.support is None and back.answer_match is None

@@ -58,6 +58,7 @@ def quality_run(
     server_prompt_tokens: float = 800.0,
     error: str = "",
     support: float | None = None,
+    answer_match: float | None = None,
     lead_probabilities: dict[str, float] | None = None,
 ) -> QualityRun:
     """A run of ``system`` on ``item``; ``answer`` None: it failed."""
@@ -74,6 +75,7 @@ def quality_run(
             removed_citations=citations[1] if citations else None,
             rounds=rounds,
             support=support,
+            answer_match=answer_match,
             lead_probabilities=lead_probabilities or {},
         )
     server = ServerCounts(prompt_tokens=server_prompt_tokens, completion_tokens=60)
@@ -84,7 +86,13 @@ def test_a_run_comes_back_as_it_was_recorded_and_is_scored_again(tmp_path: Path)
     runs_file = QualityRunsFile(tmp_path / "quality-runs.jsonl.xz")
     rounds = (round_info(1, ("c2",), ()), round_info(2, ("c1",), ("c1",)))
     made = quality_run(
-        "ragloop", ANSWERABLE, "It is in France [1].", rewrites=1, rounds=rounds, support=0.82
+        "ragloop",
+        ANSWERABLE,
+        "It is in France [1].",
+        rewrites=1,
+        rounds=rounds,
+        support=0.82,
+        answer_match=0.9,
     )
     refused = quality_run("plain", UNANSWERABLE, "The sources do not contain the answer.")
     failed = quality_run("baseline", DECISION, None, error="TimeoutError: slow")
@@ -102,18 +110,19 @@ def test_a_run_comes_back_as_it_was_recorded_and_is_scored_again(tmp_path: Path)
     assert (record["correct"], record["refused"], record["commit"]) == (True, False, "abc123")
     assert record["answered"]["rounds"][1]["passed"] == ["c1"]
     assert record["answered"]["citations"] == 1 and record["server"]["prompt_tokens"] == 800
-    assert record["answered"]["support"] == 0.82
+    assert (record["answered"]["support"], record["answered"]["answer_match"]) == (0.82, 0.9)
 
 
 def test_a_run_recorded_before_support_figures_reads_back_without_one(tmp_path: Path) -> None:
     runs_file = QualityRunsFile(tmp_path / "quality-runs.jsonl")
     runs_file.append(quality_run("ragloop", ANSWERABLE, "It is in France [1]."), {})
     record = json.loads(runs_file.path.read_text())
-    del record["answered"]["support"]
+    del record["answered"]["support"], record["answered"]["answer_match"]
     runs_file.path.write_text(json.dumps(record) + "\n")
 
     (back,) = runs_file.runs()
-    assert back.quality_answer is not None and back.quality_answer.support is None
+    assert back.quality_answer is not None
+    assert back.quality_answer.support is None and back.quality_answer.answer_match is None
 
 
 def test_a_pubmedqa_run_is_right_when_it_begins_with_the_experts_decision() -> None:

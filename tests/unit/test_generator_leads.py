@@ -18,7 +18,7 @@ from ragloop.core.leads import (
 from ragloop.generator.leads import chosen_lead, with_lead
 from ragloop.generator.prompts import ANSWER_SCHEMA, answer_schema
 from ragloop.generator.stage import AnswerFormat, ModelGenerator
-from tests.unit.fakes import ScriptedChatModel, doc
+from tests.unit.fakes import UNCHECKED, ScriptedChatModel, doc
 
 
 @pytest.mark.parametrize(
@@ -214,7 +214,7 @@ async def test_a_scored_reply_naming_no_lead_leaves_the_choice_to_the_answer() -
 
 async def test_without_lead_instructions_there_is_no_scored_call() -> None:
     model = ScriptedChatModel([answer_reply("It works.")])
-    generator = ModelGenerator(model, support_threshold=0)
+    generator = ModelGenerator(model, **UNCHECKED)
     answer = await generator.generate("What did the trial find?", [doc("d1")])
     assert answer.text == "It works. [1]" and len(model.calls) == 1
     assert answer.lead_probabilities == {}
@@ -253,7 +253,7 @@ async def test_the_answer_chooses_between_the_candidates_the_question_names() ->
 
 async def test_a_plain_text_answer_is_told_to_begin_with_the_candidate_chosen() -> None:
     model = ScriptedChatModel(["OneDrive, announced in 2014 [1]."])
-    generator = ModelGenerator(model, answer_format=AnswerFormat.TEXT, support_threshold=0)
+    generator = ModelGenerator(model, answer_format=AnswerFormat.TEXT, **UNCHECKED)
     answer = await generator.generate(CHOICE, [doc("d1")])
 
     assert answer.text.startswith("OneDrive")
@@ -331,7 +331,7 @@ async def test_a_plain_text_answer_begins_with_the_yes_or_no_weighed() -> None:
         ["No", "Monks founded Arden, a king founded Bexley [1]."],
         token_logprobs=[logprobs(yes=0.2, no=0.8)],
     )
-    generator = ModelGenerator(model, answer_format=AnswerFormat.TEXT, support_threshold=0)
+    generator = ModelGenerator(model, answer_format=AnswerFormat.TEXT, **UNCHECKED)
     answer = await generator.generate(YES_NO_QUESTION, [doc("d1")])
 
     assert answer.text.startswith("No. Monks founded Arden")
@@ -340,7 +340,7 @@ async def test_a_plain_text_answer_begins_with_the_yes_or_no_weighed() -> None:
 
 async def test_without_a_scored_word_a_plain_text_answer_is_told_to_begin_with_yes_or_no() -> None:
     model = ScriptedChatModel(["The", "Yes, both were founded by monks [1]."])
-    generator = ModelGenerator(model, answer_format=AnswerFormat.TEXT, support_threshold=0)
+    generator = ModelGenerator(model, answer_format=AnswerFormat.TEXT, **UNCHECKED)
     answer = await generator.generate(YES_NO_QUESTION, [doc("d1")])
 
     assert answer.text.startswith("Yes")

@@ -1,5 +1,6 @@
-"""The support check: a written answer whose cited passages the model does not find stating it
-becomes the refusal."""
+"""The checks of a written answer: one whose text the model does not find answering the question
+(the answer-match check), or whose cited passages it does not find stating it (the support
+check), becomes the refusal."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from ragloop.core.domain import Answer, AnswerDelta, Citation
 from ragloop.generator.prompts import NO_ANSWER
 from ragloop.generator.stage import ModelGenerator
 from ragloop.generator.support import cited_documents
-from tests.unit.fakes import ScriptedChatModel, doc
+from tests.unit.fakes import UNCHECKED, ScriptedChatModel, doc
 
 DOCUMENTS = [doc("d1", "Paris is the capital of France."), doc("d2", "Lyon is in France.")]
 
@@ -32,7 +33,7 @@ CAPITAL = answer_reply((1, "The capital is Paris."))
 
 async def test_an_answer_its_sources_state_stands_and_the_check_is_in_its_cost() -> None:
     model = ScriptedChatModel([CAPITAL, "Yes"], token_logprobs=[logprobs(yes=0.9, no=0.1)])
-    answer = await ModelGenerator(model, support_threshold=0.6).generate(
+    answer = await ModelGenerator(model, support_threshold=0.6, answer_match_threshold=0).generate(
         "What is the capital of France?", DOCUMENTS
     )
     assert answer.text == "The capital is Paris. [1]"
@@ -56,7 +57,7 @@ async def test_an_answer_its_sources_do_not_state_becomes_the_refusal(
     token: str, token_logprobs: dict[str, float] | None, support: float
 ) -> None:
     model = ScriptedChatModel([CAPITAL, token], token_logprobs=[token_logprobs])
-    answer = await ModelGenerator(model, support_threshold=0.6).generate(
+    answer = await ModelGenerator(model, support_threshold=0.6, answer_match_threshold=0).generate(
         "What is the capital of Spain?", DOCUMENTS
     )
     assert answer.text == NO_ANSWER and answer.citations == [] and not answer.grounded
@@ -66,7 +67,9 @@ async def test_an_answer_its_sources_do_not_state_becomes_the_refusal(
 
 async def test_a_check_naming_neither_word_leaves_the_answer() -> None:
     model = ScriptedChatModel([CAPITAL, "The"], token_logprobs=[logprobs(the=0.9)])
-    answer = await ModelGenerator(model, support_threshold=0.6).generate("Capital?", DOCUMENTS)
+    answer = await ModelGenerator(model, support_threshold=0.6, answer_match_threshold=0).generate(
+        "Capital?", DOCUMENTS
+    )
     assert answer.text == "The capital is Paris. [1]" and answer.support is None
 
 
@@ -84,7 +87,7 @@ async def test_no_check_for_a_refusal_a_required_decision_or_threshold_zero() ->
     assert decided.support is None
 
     model = ScriptedChatModel([CAPITAL])
-    unchecked = await ModelGenerator(model, support_threshold=0).generate("Capital?", DOCUMENTS)
+    unchecked = await ModelGenerator(model, **UNCHECKED).generate("Capital?", DOCUMENTS)
     assert unchecked.text == "The capital is Paris. [1]" and len(model.calls) == 1
 
 
@@ -94,9 +97,9 @@ async def test_a_streamed_answer_the_check_refuses_is_replaced_by_the_refusal() 
     )
     events = [
         event
-        async for event in ModelGenerator(model, support_threshold=0.6).generate_stream(
-            "What is the capital of Spain?", DOCUMENTS
-        )
+        async for event in ModelGenerator(
+            model, support_threshold=0.6, answer_match_threshold=0
+        ).generate_stream("What is the capital of Spain?", DOCUMENTS)
     ]
     *deltas, answer = events
     assert isinstance(answer, Answer) and answer.text == NO_ANSWER
@@ -110,3 +113,67 @@ def test_the_cited_documents_once_each_in_order_of_citation() -> None:
         grounded=True,
     )
     assert [d.id for d in cited_documents(answer, DOCUMENTS)] == ["d2", "d1"]
+
+
+async def test_the_answer_match_check_comes_first_and_sees_the_answer_and_question_only() -> None:
+    model = ScriptedChatModel(
+        [CAPITAL, "Yes", "Yes"],
+        token_logprobs=[logprobs(yes=0.7, no=0.3), logprobs(yes=0.9, no=0.1)],
+    )
+    answer = await ModelGenerator(
+        model, support_threshold=0.4, answer_match_threshold=0.2
+    ).generate("What is the capital of France?", DOCUMENTS)
+    assert answer.text == "The capital is Paris. [1]"
+    assert answer.answer_match == pytest.approx(0.7) and answer.support == pytest.approx(0.9)
+    assert answer.usage.calls == 3
+    match, support = model.calls[1], model.calls[2]
+    assert match.max_tokens == 1
+    assert "Sentence: The capital is Paris.\nQuestion: What is the capital of France?" in match.text
+    assert "Paris is the capital of France." not in match.text  # no passage
+    assert "Paris is the capital of France." in support.text
+
+
+@pytest.mark.parametrize(
+    ("token", "token_logprobs", "match"),
+    [
+        ("No", logprobs(yes=0.15, no=0.85), 0.15),
+        ("No", None, 0.0),  # no log-probabilities (Ollama): the sampled word stands as 1 or 0
+    ],
+)
+async def test_an_answer_that_does_not_answer_the_question_is_refused_without_a_support_call(
+    token: str, token_logprobs: dict[str, float] | None, match: float
+) -> None:
+    model = ScriptedChatModel([CAPITAL, token], token_logprobs=[token_logprobs])
+    answer = await ModelGenerator(model, answer_match_threshold=0.2).generate(
+        "When was Paris founded?", DOCUMENTS
+    )
+    assert answer.text == NO_ANSWER and answer.citations == [] and not answer.grounded
+    assert answer.usage.calls == 2  # the support check was not needed
+    assert answer.answer_match == pytest.approx(match) and answer.support is None
+
+
+async def test_an_answer_match_reply_naming_neither_word_goes_on_to_the_support_check() -> None:
+    model = ScriptedChatModel(
+        [CAPITAL, "The", "No"], token_logprobs=[logprobs(the=0.9), logprobs(yes=0.1, no=0.9)]
+    )
+    answer = await ModelGenerator(
+        model, support_threshold=0.4, answer_match_threshold=0.2
+    ).generate("What is the capital of France?", DOCUMENTS)
+    assert answer.text == NO_ANSWER and answer.answer_match is None
+    assert answer.support == pytest.approx(0.1)
+
+
+async def test_a_streamed_answer_the_answer_match_check_refuses_is_replaced() -> None:
+    model = ScriptedChatModel(
+        [CAPITAL, "No"], token_logprobs=[logprobs(yes=0.1, no=0.9)], stream_piece_chars=5
+    )
+    events = [
+        event
+        async for event in ModelGenerator(model, answer_match_threshold=0.2).generate_stream(
+            "When was Paris founded?", DOCUMENTS
+        )
+    ]
+    *deltas, answer = events
+    assert isinstance(answer, Answer) and answer.text == NO_ANSWER
+    assert answer.answer_match == pytest.approx(0.1)
+    assert deltas[-1] == AnswerDelta(NO_ANSWER, restart=True)

@@ -41,6 +41,7 @@ from ragloop.orchestrator.rest.response import build_query_response
 from ragloop.orchestrator.rest.schemas import QueryRequest
 from ragloop.orchestrator.settings import OrchestratorSettings
 from tests.unit.fakes import (
+    UNCHECKED,
     DictGrader,
     EchoGenerator,
     EventRecorder,
@@ -577,9 +578,7 @@ async def test_many_passed_passages_do_not_exceed_the_generators_limit() -> None
             ScriptedRetriever({"q": documents}),
             DictGrader({d.id: PASS for d in documents}),
             ScriptedRewriter([]),
-            ModelGenerator(
-                model, support_threshold=0, max_documents=20, answer_format=AnswerFormat.JSON
-            ),
+            ModelGenerator(model, **UNCHECKED, max_documents=20, answer_format=AnswerFormat.JSON),
         )
     )
 

@@ -31,7 +31,7 @@ from ragloop.rewriter.prompts import (
 )
 from ragloop.rewriter.settings import RewriterSettings
 from ragloop.rewriter.stage import ModelRewriter
-from tests.unit.fakes import ScriptedChatModel, doc
+from tests.unit.fakes import UNCHECKED, ScriptedChatModel, doc
 
 REPAIR_MARKER = REPAIR_PROMPT.split("(")[0].strip()  # "Your previous reply was not valid JSON..."
 
@@ -401,9 +401,9 @@ async def test_rewriter_rejects_an_empty_original_query(original: str) -> None:
 async def test_generator_without_documents_says_so_without_calling_the_model() -> None:
     model = ScriptedChatModel([])
 
-    answer = await ModelGenerator(
-        model, support_threshold=0, answer_format=AnswerFormat.JSON
-    ).generate("What is X?", [])
+    answer = await ModelGenerator(model, **UNCHECKED, answer_format=AnswerFormat.JSON).generate(
+        "What is X?", []
+    )
 
     assert answer.text == NO_ANSWER
     assert answer.grounded is False
@@ -418,9 +418,9 @@ async def test_generator_answers_with_citations() -> None:
     )
     documents = [doc("d1", "X is Y. Nothing else.", source="x.md"), doc("d2", "Z is W.")]
 
-    answer = await ModelGenerator(
-        model, support_threshold=0, answer_format=AnswerFormat.JSON
-    ).generate("What is X?", documents)
+    answer = await ModelGenerator(model, **UNCHECKED, answer_format=AnswerFormat.JSON).generate(
+        "What is X?", documents
+    )
 
     assert answer.grounded is True
     assert answer.text == "X is Y. [1]"
@@ -449,9 +449,9 @@ async def test_generator_answers_with_citations() -> None:
 async def test_generator_maps_a_non_answer_to_no_answer(model_reply: str) -> None:
     model = ScriptedChatModel([model_reply])
 
-    answer = await ModelGenerator(
-        model, support_threshold=0, answer_format=AnswerFormat.JSON
-    ).generate("What is X?", [doc("d1")])
+    answer = await ModelGenerator(model, **UNCHECKED, answer_format=AnswerFormat.JSON).generate(
+        "What is X?", [doc("d1")]
+    )
 
     assert answer.text == NO_ANSWER
     assert answer.grounded is False
@@ -462,9 +462,9 @@ async def test_generator_maps_a_non_answer_to_no_answer(model_reply: str) -> Non
 async def test_generator_with_unparseable_replies_gives_no_answer() -> None:
     model = ScriptedChatModel(["I don't know.", '{"answerable": "yes", "sentences": []}'])
 
-    answer = await ModelGenerator(
-        model, support_threshold=0, answer_format=AnswerFormat.JSON
-    ).generate("What is X?", [doc("d1")])
+    answer = await ModelGenerator(model, **UNCHECKED, answer_format=AnswerFormat.JSON).generate(
+        "What is X?", [doc("d1")]
+    )
 
     assert (answer.text, answer.grounded) == (NO_ANSWER, False)
     assert len(model.calls) == 2
@@ -473,9 +473,9 @@ async def test_generator_with_unparseable_replies_gives_no_answer() -> None:
 async def test_generator_answer_citing_no_given_passage_is_not_grounded() -> None:
     model = ScriptedChatModel([reply(answerable=True, sentences=[{"source": 5, "text": "X."}])])
 
-    answer = await ModelGenerator(
-        model, support_threshold=0, answer_format=AnswerFormat.JSON
-    ).generate("What is X?", [doc("d1")])
+    answer = await ModelGenerator(model, **UNCHECKED, answer_format=AnswerFormat.JSON).generate(
+        "What is X?", [doc("d1")]
+    )
 
     assert (answer.text, answer.citations, answer.grounded) == ("X.", [], False)
     assert answer.removed_citations == [5]
@@ -492,9 +492,9 @@ async def test_generator_reports_the_citation_check() -> None:
         ]
     )
 
-    answer = await ModelGenerator(
-        model, support_threshold=0, answer_format=AnswerFormat.JSON
-    ).generate("What is X?", [doc("d1", "X is Y."), doc("d2")])
+    answer = await ModelGenerator(model, **UNCHECKED, answer_format=AnswerFormat.JSON).generate(
+        "What is X?", [doc("d1", "X is Y."), doc("d2")]
+    )
 
     assert answer.text == "X is Y. [1] Z."
     assert [c.document_id for c in answer.citations] == ["d1"]
@@ -507,7 +507,7 @@ async def test_generator_reports_the_citation_check() -> None:
 async def test_generator_rejects_an_empty_question(question: str) -> None:
     model = ScriptedChatModel([])
     with pytest.raises(InvalidInput):
-        await ModelGenerator(model, support_threshold=0, answer_format=AnswerFormat.JSON).generate(
+        await ModelGenerator(model, **UNCHECKED, answer_format=AnswerFormat.JSON).generate(
             question, [doc("d1")]
         )
     assert model.calls == []
@@ -536,7 +536,7 @@ def prompt_documents() -> list[Document]:
 async def test_generator_prompt_without_instructions_is_the_plain_prompt_byte_for_byte() -> None:
     model = ScriptedChatModel([ANSWER])
 
-    await ModelGenerator(model, support_threshold=0, answer_format=AnswerFormat.JSON).generate(
+    await ModelGenerator(model, **UNCHECKED, answer_format=AnswerFormat.JSON).generate(
         "What is X?", prompt_documents()
     )
 
@@ -552,7 +552,7 @@ async def test_generator_prompt_carries_the_instructions_after_the_question(
     streamed: bool,
 ) -> None:
     model = ScriptedChatModel([ANSWER])
-    generator = ModelGenerator(model, support_threshold=0, answer_format=AnswerFormat.JSON)
+    generator = ModelGenerator(model, **UNCHECKED, answer_format=AnswerFormat.JSON)
     instructions = "  Answer in French.\n Keep it short. "
 
     if streamed:
@@ -574,7 +574,7 @@ async def test_generator_prompt_carries_the_instructions_after_the_question(
 
 async def test_generator_takes_500_characters_of_instructions_and_rejects_501() -> None:
     model = ScriptedChatModel([ANSWER])
-    generator = ModelGenerator(model, support_threshold=0, answer_format=AnswerFormat.JSON)
+    generator = ModelGenerator(model, **UNCHECKED, answer_format=AnswerFormat.JSON)
 
     await generator.generate("What is X?", [doc("d1")], "x" * 500)
     with pytest.raises(InvalidInput, match="answer_instructions is 501 characters long"):
@@ -588,8 +588,8 @@ async def test_generator_without_documents_refuses_without_a_model_call_despite_
 ):
     model = ScriptedChatModel([])
 
-    answer = await ModelGenerator(
-        model, support_threshold=0, answer_format=AnswerFormat.JSON
-    ).generate("What is X?", [], "Answer in French.")
+    answer = await ModelGenerator(model, **UNCHECKED, answer_format=AnswerFormat.JSON).generate(
+        "What is X?", [], "Answer in French."
+    )
 
     assert (answer.text, answer.grounded, model.calls) == (NO_ANSWER, False, [])

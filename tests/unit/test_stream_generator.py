@@ -12,7 +12,7 @@ from ragloop.core.errors import InvalidInput
 from ragloop.generator.citations import plain_text
 from ragloop.generator.prompts import NO_ANSWER
 from ragloop.generator.stage import AnswerFormat, ModelGenerator
-from tests.unit.fakes import ScriptedChatModel, doc
+from tests.unit.fakes import UNCHECKED, ScriptedChatModel, doc
 
 DOCUMENTS = [doc("d1", "X is Y. Nothing else."), doc("d2", "Z is W.")]
 ANSWER = json.dumps(
@@ -30,7 +30,7 @@ async def stream(
     events = [
         e
         async for e in ModelGenerator(
-            model, support_threshold=0, answer_format=AnswerFormat.JSON
+            model, **UNCHECKED, answer_format=AnswerFormat.JSON
         ).generate_stream("What is X?", documents)
     ]
     *deltas, answer = events
@@ -58,7 +58,7 @@ async def test_deltas_build_the_answer_text_before_the_answer_arrives() -> None:
 async def test_the_streamed_answer_is_the_answer_generate_returns() -> None:
     _, streamed, _ = await stream([ANSWER])
     generated = await ModelGenerator(
-        ScriptedChatModel([ANSWER]), support_threshold=0, answer_format=AnswerFormat.JSON
+        ScriptedChatModel([ANSWER]), **UNCHECKED, answer_format=AnswerFormat.JSON
     ).generate("What is X?", DOCUMENTS)
 
     assert streamed == generated
@@ -113,7 +113,7 @@ async def test_an_empty_question_is_rejected_before_the_model_is_called(question
         [
             e
             async for e in ModelGenerator(
-                model, support_threshold=0, answer_format=AnswerFormat.JSON
+                model, **UNCHECKED, answer_format=AnswerFormat.JSON
             ).generate_stream(question, DOCUMENTS)
         ]
     assert model.calls == []

@@ -10,16 +10,16 @@ from ragloop.generator.citations import plain_text
 from ragloop.generator.prompts import NO_ANSWER
 from ragloop.generator.stage import AnswerFormat, ModelGenerator
 from ragloop.generator.text_answer import TEXT_SYSTEM, parse_text_answer
-from tests.unit.fakes import ScriptedChatModel, doc
+from tests.unit.fakes import UNCHECKED, ScriptedChatModel, doc
 
 DOCS = [doc("d1", "Normandy is a region in France."), doc("d2", "The Normans came in 911.")]
 
 
 async def generate(reply: str, instructions: str = "") -> tuple[Answer, ScriptedChatModel]:
     model = ScriptedChatModel([reply])
-    answer = await ModelGenerator(
-        model, support_threshold=0, answer_format=AnswerFormat.TEXT
-    ).generate("Where is Normandy?", DOCS, instructions)
+    answer = await ModelGenerator(model, **UNCHECKED, answer_format=AnswerFormat.TEXT).generate(
+        "Where is Normandy?", DOCS, instructions
+    )
     return answer, model
 
 
@@ -70,9 +70,9 @@ async def test_the_instructions_follow_the_question() -> None:
 
 async def test_the_answer_is_written_for_the_decision_taken() -> None:
     model = ScriptedChatModel(["yes", "It is in France [1]."])
-    answer = await ModelGenerator(
-        model, support_threshold=0, answer_format=AnswerFormat.TEXT
-    ).generate("Is Normandy in France?", DOCS, "Begin your answer with yes or no.")
+    answer = await ModelGenerator(model, **UNCHECKED, answer_format=AnswerFormat.TEXT).generate(
+        "Is Normandy in France?", DOCS, "Begin your answer with yes or no."
+    )
     lead_call, answer_call = model.calls
     assert lead_call.max_tokens == 1  # the scored call that takes the decision
     # As in the JSON format, the answer prompt is told the decision, after the instructions.
@@ -84,7 +84,7 @@ async def test_the_answer_is_written_for_the_decision_taken() -> None:
 async def stream(reply: str) -> list[AnswerDelta | Answer]:
     generator = ModelGenerator(
         ScriptedChatModel([reply], stream_piece_chars=4),
-        support_threshold=0,
+        **UNCHECKED,
         answer_format=AnswerFormat.TEXT,
     )
     return [item async for item in generator.generate_stream("Where is Normandy?", DOCS)]

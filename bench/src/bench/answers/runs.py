@@ -87,12 +87,21 @@ class QualityAnswer(Answered):
     # The final answer's support figure (None: not checked, or a run from before it existed), so
     # that support thresholds can be tried on recorded runs without model calls.
     support: float | None = None
+    # The answer-match check's figure, the same way (decision 0019).
+    answer_match: float | None = None
     # The lead call's probability of each word a decision was asked among (empty: none asked,
     # or a run from before it was recorded), so that yes-thresholds can be tried the same way.
     lead_probabilities: dict[str, float] = field(default_factory=dict)
 
 
-_EXTRA_ANSWER_FIELDS = ("citations", "removed_citations", "rounds", "support", "lead_probabilities")
+_EXTRA_ANSWER_FIELDS = (
+    "citations",
+    "removed_citations",
+    "rounds",
+    "support",
+    "answer_match",
+    "lead_probabilities",
+)
 
 
 def _values(instance: object) -> dict[str, Any]:
@@ -202,6 +211,7 @@ class QualityRun(QueryRun):
                 removed_citations=answered["removed_citations"],
                 rounds=tuple(RoundInfo.from_record(r) for r in answered["rounds"]),
                 support=answered.get("support"),
+                answer_match=answered.get("answer_match"),
                 lead_probabilities=answered.get("lead_probabilities") or {},
             )
         return cls(**_values(base) | {"item": item, "answered": quality_answer})

@@ -98,6 +98,7 @@ class RagloopRest:
             removed_citations=len(done["removed_citations"]),
             rounds=rounds_of(events, gold_answers(item)),
             support=done.get("support"),
+            answer_match=done.get("answer_match"),
             lead_probabilities=done.get("lead_probabilities") or {},
         )
 
@@ -139,6 +140,7 @@ class PlainRag:
             citations=len(answer.citations),
             removed_citations=len(answer.removed_citations),
             support=answer.support,
+            answer_match=answer.answer_match,
             lead_probabilities=answer.lead_probabilities,
             rounds=(seen_round(1, item.text, details["documents"], gold_answers(item)),),
         )

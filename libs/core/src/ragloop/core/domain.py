@@ -129,6 +129,9 @@ class Answer:
     # The support check's probability that the cited passages state the answer, in [0, 1];
     # a refused answer keeps the figure that refused it. None: not checked.
     support: float | None = None
+    # The answer-match check's probability that the answer's text answers the question, in
+    # [0, 1]; a refused answer keeps the figure that refused it. None: not checked.
+    answer_match: float | None = None
     # Where the instructions name the words the answer must begin with, or the question asks yes
     # or no: the scored call's probability of each (normalised over them) that chose the lead.
     # Empty otherwise.

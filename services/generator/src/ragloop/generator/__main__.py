@@ -21,6 +21,7 @@ def build_generator(settings: GeneratorSettings, model: ChatModel) -> ModelGener
         lead_yes_threshold=settings.generator_lead_yes_threshold,
         question_yes_threshold=settings.generator_question_yes_threshold,
         support_threshold=settings.generator_support_threshold,
+        answer_match_threshold=settings.generator_answer_match_threshold,
     )
 
 

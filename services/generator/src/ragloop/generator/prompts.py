@@ -216,3 +216,24 @@ def support_messages(question: str, documents: list[Document], answer: str) -> l
         "Does the document state this answer to the question? Reply yes or no."
     )
     return [ChatMessage("system", SUPPORT_SYSTEM), ChatMessage("user", user)]
+
+
+ANSWER_MATCH_PROMPT_VERSION = "match-v1"
+ANSWER_MATCH_SYSTEM = (
+    "You check whether a sentence answers a question. Reply with one word: yes or no."
+)
+
+
+def answer_match_messages(question: str, answer: str) -> list[ChatMessage]:
+    """The prompt of the scored call that checks whether a written ``answer`` (its citation
+    markers removed) answers ``question`` at all, without the passages (match-v1). Whether the
+    passages state the answer is the support check's question; with the passages in this
+    prompt the model judged it worse. The middle line keeps it from refusing a two-hop answer
+    that names the bridge entity without restating the fact the question describes it by
+    (decision 0019)."""
+    user = (
+        f"Sentence: {answer}\nQuestion: {question}\n"
+        "The question may describe something by a fact that the sentence does not repeat. "
+        "Does the sentence answer what the question asks? Reply yes or no."
+    )
+    return [ChatMessage("system", ANSWER_MATCH_SYSTEM), ChatMessage("user", user)]

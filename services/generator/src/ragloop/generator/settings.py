@@ -7,7 +7,7 @@ from ragloop.core.settings import ChatModelSettings
 from ragloop.core.stage_registry import stage_spec
 from ragloop.generator.leads import DEFAULT_LEAD_YES_THRESHOLD, DEFAULT_QUESTION_YES_THRESHOLD
 from ragloop.generator.stage import AnswerFormat
-from ragloop.generator.support import DEFAULT_SUPPORT_THRESHOLD
+from ragloop.generator.support import DEFAULT_ANSWER_MATCH_THRESHOLD, DEFAULT_SUPPORT_THRESHOLD
 
 
 class GeneratorSettings(ChatModelSettings):
@@ -53,4 +53,14 @@ class GeneratorSettings(ChatModelSettings):
         "checked. "
         "Calibrated on SQuAD 2.0 and two-hop dev questions with the 1.5B model "
         "(docs/decisions/0008-answer-support-check.md, 0013-filling-the-context.md).",
+    )
+    generator_answer_match_threshold: float = Field(
+        DEFAULT_ANSWER_MATCH_THRESHOLD,
+        ge=0.0,
+        le=1.0,
+        description="Once an answer is written, one scored call asks whether its text answers "
+        "the question at all (without the passages); below this probability of yes the answer "
+        "becomes the refusal (0: no check). Made before the support check, and for the same "
+        "answers. Calibrated on SQuAD 2.0 dev questions with the 1.5B model "
+        "(docs/decisions/0019-answer-match-check.md).",
     )

@@ -43,13 +43,18 @@ from ragloop.generator.leads import (
 )
 from ragloop.generator.prompts import (
     NO_ANSWER,
+    answer_match_messages,
     answer_schema,
     generate_messages,
     lead_messages,
     support_messages,
     unstated_decision,
 )
-from ragloop.generator.support import DEFAULT_SUPPORT_THRESHOLD, cited_documents
+from ragloop.generator.support import (
+    DEFAULT_ANSWER_MATCH_THRESHOLD,
+    DEFAULT_SUPPORT_THRESHOLD,
+    cited_documents,
+)
 from ragloop.generator.text_answer import parse_text_answer, text_messages
 
 log = logging.getLogger(__name__)
@@ -102,11 +107,13 @@ class ModelGenerator:
         lead_yes_threshold: float = DEFAULT_LEAD_YES_THRESHOLD,
         question_yes_threshold: float = DEFAULT_QUESTION_YES_THRESHOLD,
         support_threshold: float = DEFAULT_SUPPORT_THRESHOLD,
+        answer_match_threshold: float = DEFAULT_ANSWER_MATCH_THRESHOLD,
     ) -> None:
         self._model = model
         self._lead_yes_threshold = lead_yes_threshold
         self._question_yes_threshold = question_yes_threshold
         self._support_threshold = support_threshold
+        self._answer_match_threshold = answer_match_threshold
         self._max_tokens = max_tokens
         self._max_documents = max_documents
         self._format = AnswerFormat(answer_format)
@@ -124,7 +131,7 @@ class ModelGenerator:
         if self._format is AnswerFormat.TEXT:
             text_reply = await self._model.complete(messages, max_tokens=self._max_tokens)
             answer = self._answer(question, self._parsed_text(text_reply), documents, lead)
-            return await self._checked_support(question, answer, documents, lead)
+            return await self._checked_answer(question, answer, documents, lead)
         reply = await complete_structured(
             self._model,
             messages,
@@ -132,7 +139,7 @@ class ModelGenerator:
             parse=parse_draft,
             max_tokens=self._max_tokens,
         )
-        return await self._checked_support(
+        return await self._checked_answer(
             question, self._answer(question, reply, documents, lead), documents, lead
         )
 
@@ -167,7 +174,7 @@ class ModelGenerator:
                         shown += piece
                         yield AnswerDelta(piece)
             assert text_reply is not None, "a model's stream always ends with its reply"
-            answer = await self._checked_support(
+            answer = await self._checked_answer(
                 question,
                 self._answer(question, self._parsed_text(text_reply), documents, lead),
                 documents,
@@ -198,7 +205,7 @@ class ModelGenerator:
                     shown = text if restart else shown + text
                     restart = False
         assert reply is not None, "stream_structured always ends with its reply"
-        answer = await self._checked_support(
+        answer = await self._checked_answer(
             question, self._answer(question, reply, documents, lead), documents, lead
         )
         if plain_text(shown) != plain_text(answer.text):
@@ -257,30 +264,49 @@ class ModelGenerator:
         rounded = {choice: round(p, 4) for choice, p in probabilities.items()}
         return _Lead(word, decision, usage, rounded)
 
-    async def _checked_support(
+    async def _checked_answer(
         self, question: str, answer: Answer, documents: list[Document], lead: _Lead
     ) -> Answer:
-        """``answer``, or the refusal when the model, asked whether the passages it cites state
-        it, gives yes a probability below the support threshold. Not for refusals, nor for
-        answers that lead with a decision (asked for by the instructions or the question): a
-        decision is weighed from the sources rather than stated in them, and checking it refused
-        right ones (decisions 0008, 0014, 0016)."""
+        """``answer``, or the refusal when one of two scored calls gives yes a probability below
+        its threshold: the answer-match check (does the answer's text answer the question at
+        all; a short prompt, so made first, decision 0019) and the support check (do the passages
+        it cites state it, decision 0008). Not for refusals, nor for answers that lead with a
+        decision (asked for by the instructions or the question): a decision is weighed from the
+        sources rather than stated in them, and checking it refused right ones (decisions 0008,
+        0014, 0016)."""
         cited = cited_documents(answer, documents)
-        if self._support_threshold <= 0 or lead.choices or not cited:
+        if lead.choices or not cited:
             return answer
-        reply = await self._model.next_token(
-            support_messages(question, cited, plain_text(answer.text))
-        )
-        usage = answer.usage + call_usage(self._model.name, reply)
+        text, usage = plain_text(answer.text), answer.usage
+        match = support = None
+        if self._answer_match_threshold > 0:
+            match, usage = await self._yes_probability(answer_match_messages(question, text), usage)
+            if match is not None and match < self._answer_match_threshold:
+                log.info("answer refused: it does not answer the question", extra={"match": match})
+                return Answer(NO_ANSWER, [], grounded=False, usage=usage, answer_match=match)
+        if self._support_threshold > 0:
+            support, usage = await self._yes_probability(
+                support_messages(question, cited, text), usage
+            )
+            if support is not None and support < self._support_threshold:
+                log.info("answer refused: its sources do not state it", extra={"support": support})
+                return Answer(
+                    NO_ANSWER, [], grounded=False, usage=usage, support=support, answer_match=match
+                )
+        return replace(answer, usage=usage, support=support, answer_match=match)
+
+    async def _yes_probability(
+        self, messages: list[ChatMessage], usage: ModelUsage
+    ) -> tuple[float | None, ModelUsage]:
+        """The probability of yes from one scored call (None when the reply names neither yes
+        nor no, and the answer stands), and ``usage`` with the call's cost added."""
+        reply = await self._model.next_token(messages)
+        usage = usage + call_usage(self._model.name, reply)
         probabilities = word_probabilities(reply, (YES, NO))
         if probabilities is None:
-            log.warning("the support check named neither yes nor no; the answer stands")
-            return replace(answer, usage=usage)
-        support = round(probabilities[YES], 4)
-        if support < self._support_threshold:
-            log.info("answer refused: its sources do not state it", extra={"support": support})
-            return Answer(NO_ANSWER, [], grounded=False, usage=usage, support=support)
-        return replace(answer, usage=usage, support=support)
+            log.warning("a check of the answer named neither yes nor no; the answer stands")
+            return None, usage
+        return round(probabilities[YES], 4), usage
 
     def _parsed_text(self, reply: ChatReply) -> StructuredReply[DraftAnswer]:
         usage = call_usage(self._model.name, reply)

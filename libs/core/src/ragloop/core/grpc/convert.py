@@ -345,6 +345,7 @@ def answer_to_proto(answer: Answer) -> generator_pb2.GenerateAnswerResponse:
         uncited_sentences=answer.uncited_sentences,
         hallucination_risk=answer.hallucination_risk,
         support=answer.support,
+        answer_match=answer.answer_match,
         lead_probabilities=answer.lead_probabilities,
     )
 
@@ -359,6 +360,7 @@ def answer_from_proto(message: generator_pb2.GenerateAnswerResponse) -> Answer:
         uncited_sentences=message.uncited_sentences,
         hallucination_risk=round(message.hallucination_risk, 4),  # float32 on the wire
         support=round(message.support, 4) if message.HasField("support") else None,
+        answer_match=round(message.answer_match, 4) if message.HasField("answer_match") else None,
         lead_probabilities={w: round(p, 4) for w, p in message.lead_probabilities.items()},
     )
 

@@ -42,6 +42,7 @@ def build_query_response(result: LoopResult) -> QueryResponse:
         uncited_sentences=result.answer.uncited_sentences,
         hallucination_risk=round(result.answer.hallucination_risk, 4),
         support=None if result.answer.support is None else round(result.answer.support, 4),
+        answer_match=result.answer.answer_match,
         lead_probabilities=result.answer.lead_probabilities,
         query=QuerySummary(
             original=result.original_query,

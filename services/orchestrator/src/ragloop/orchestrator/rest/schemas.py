@@ -249,6 +249,14 @@ class QueryResponse(BaseModel):
         description="The model's probability that the cited passages state the answer (the "
         "support check); an answer refused for a low figure keeps it. Null when not checked.",
     )
+    answer_match: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="The model's probability that the answer's text answers the question (the "
+        "answer-match check, made before the support check); an answer refused for a low figure "
+        "keeps it. Null when not checked.",
+    )
     lead_probabilities: dict[str, float] = Field(
         default_factory=dict,
         description="Where answer_instructions name the words the answer must begin with, or the "

@@ -87,6 +87,7 @@ def response_to_proto(response: QueryResponse) -> rag_pb2.QueryResponse:
         uncited_sentences=response.uncited_sentences,
         hallucination_risk=response.hallucination_risk,
         support=response.support,
+        answer_match=response.answer_match,
         lead_probabilities=response.lead_probabilities,
         query=rag_pb2.QuerySummary(**response.query.model_dump()),
         rewrite_history=[
