@@ -280,7 +280,10 @@ class ModelGenerator:
         text, usage = plain_text(answer.text), answer.usage
         match = support = None
         if self._answer_match_threshold > 0:
-            match, usage = await self._yes_probability(answer_match_messages(question, text), usage)
+            # Its threshold sits far below one half, so a sampled "no" says nothing of it.
+            match, usage = await self._yes_probability(
+                answer_match_messages(question, text), usage, sampled_counts=False
+            )
             if match is not None and match < self._answer_match_threshold:
                 log.info("answer refused: it does not answer the question", extra={"match": match})
                 return Answer(NO_ANSWER, [], grounded=False, usage=usage, answer_match=match)
@@ -296,12 +299,16 @@ class ModelGenerator:
         return replace(answer, usage=usage, support=support, answer_match=match)
 
     async def _yes_probability(
-        self, messages: list[ChatMessage], usage: ModelUsage
+        self, messages: list[ChatMessage], usage: ModelUsage, *, sampled_counts: bool = True
     ) -> tuple[float | None, ModelUsage]:
-        """The probability of yes from one scored call (None when the reply names neither yes
-        nor no, and the answer stands), and ``usage`` with the call's cost added."""
+        """The probability of yes from one scored call, and ``usage`` with the call's cost
+        added. None, and the answer stands, when the reply names neither yes nor no, or when it
+        has no log-probabilities (Ollama) and ``sampled_counts`` is false; otherwise a sampled
+        word stands as 1 or 0."""
         reply = await self._model.next_token(messages)
         usage = usage + call_usage(self._model.name, reply)
+        if reply.top_logprobs is None and not sampled_counts:
+            return None, usage
         probabilities = word_probabilities(reply, (YES, NO))
         if probabilities is None:
             log.warning("a check of the answer named neither yes nor no; the answer stands")
