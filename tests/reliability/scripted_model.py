@@ -3,10 +3,11 @@ llama-server speaks), answering every stage's JSON schema at once with a valid r
 stage processes run their real code while the test decides when a stage's model call ends.
 
 The stage is told by the reply schema it asks for, a one-token scored call by its system
-message (the grader's, or the generator's support check and lead). A grader call passes its
-passage unless the question holds ``NOT_RELEVANT`` (so the loop goes on to the rewriter); every
-rewrite is a new query. ``hold(stage)`` makes that stage's calls wait until the test releases
-them: the test then knows a request is in flight at that stage, without timing anything.
+message (the grader's, or the generator's answer-match and support checks and lead). A grader
+call passes its passage unless the question holds ``NOT_RELEVANT`` (so the loop goes on to the
+rewriter); every rewrite is a new query. ``hold(stage)`` makes that stage's calls wait until the
+test releases them: the test then knows a request is in flight at that stage, without timing
+anything.
 """
 
 from __future__ import annotations
@@ -19,12 +20,12 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ragloop.generator.prompts import LEAD_SYSTEM, SUPPORT_SYSTEM
+from ragloop.generator.prompts import ANSWER_MATCH_SYSTEM, LEAD_SYSTEM, SUPPORT_SYSTEM
 
 NOT_RELEVANT = "NOT_RELEVANT"
-# The generator's one-token calls (the support check, a decision's lead) ask for
-# log-probabilities as the grader's do; their system messages tell them apart.
-GENERATOR_SCORED_SYSTEMS = (SUPPORT_SYSTEM, LEAD_SYSTEM)
+# The generator's one-token calls (the answer-match and support checks, a decision's lead) ask
+# for log-probabilities as the grader's do; their system messages tell them apart.
+GENERATOR_SCORED_SYSTEMS = (ANSWER_MATCH_SYSTEM, SUPPORT_SYSTEM, LEAD_SYSTEM)
 HOLD_LIMIT_S = 120.0  # a held call never outlives a test, even one that forgets to release it
 
 
