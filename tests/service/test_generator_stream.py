@@ -76,10 +76,11 @@ async def test_tokens_come_first_and_the_answer_is_what_generate_answer_returns(
     assert answer.grounded and [c.document_id for c in answer.citations] == ["storage-0"]
     # the answer, then its answer-match and support checks (which the real model's answer passed)
     assert answer.usage.calls == 3 and answer.usage.completion_tokens > 0
-    # The checks' figures of the second request differ by a few hundredths: llama-server
-    # evaluates a prompt it holds in its prefix cache along another numerical path.
-    for check in ("support", "answer_match"):
-        assert getattr(unary, check) == pytest.approx(getattr(answer, check), abs=0.05)
+    # The checks' figures of the second request differ in their last digits (the answer-match
+    # check's by a few hundredths): llama-server evaluates a prompt it holds in its prefix cache
+    # along another numerical path.
+    for check, tolerance in (("support", 0.01), ("answer_match", 0.05)):
+        assert getattr(unary, check) == pytest.approx(getattr(answer, check), abs=tolerance)
         answer.ClearField(check)
         unary.ClearField(check)
     assert answer == unary

@@ -11,7 +11,8 @@ from ragloop.core.domain import Answer, Document
 # Calibrated on SQuAD 2.0 and two-hop dev questions with the default model, with the orchestrator
 # filling the generator's context (docs/decisions/0008, 0013); 0: off.
 DEFAULT_SUPPORT_THRESHOLD = 0.4
-# Calibrated on SQuAD 2.0 dev questions with the default model (docs/decisions/0019); 0: off.
+# Calibrated on SQuAD 2.0 and two-hop dev questions with the default model (docs/decisions/0019);
+# 0: off.
 DEFAULT_ANSWER_MATCH_THRESHOLD = 0.2
 
 
