@@ -284,3 +284,15 @@ def test_a_floor_sweep_leaves_a_choice_between_named_candidates_standing() -> No
     (row,) = support_sweep([run], (0.8,), (0.6,))
 
     assert row.two_hop_right == 1
+
+
+def test_an_answer_match_sweep_refuses_answers_below_each_threshold() -> None:
+    right = quality_run("single", ANSWERABLE, "It is in France [1].", answer_match=0.45)
+    invented = quality_run("single", UNANSWERABLE, "Rollo did [1].", answer_match=0.15)
+    unchecked = quality_run("single", UNANSWERABLE, "Rollo did [1].")  # no figure: stands
+
+    off, low, high = support_sweep([right, invented, unchecked], (0.0,), (0.0,), (0.0, 0.2, 0.5))
+
+    assert (off.match_threshold, off.unanswerable_refused, off.answerable_right) == (0.0, 0, 1)
+    assert (low.match_threshold, low.unanswerable_refused, low.answerable_right) == (0.2, 0.5, 1)
+    assert (high.false_refusals, high.unanswerable_refused) == (1, 0.5)

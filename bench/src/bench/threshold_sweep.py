@@ -1,12 +1,13 @@
 """`python -m bench.threshold_sweep`: accuracy at other thresholds, from the runs of
 ``bench.quality``, without model calls.
 
-- SQuAD 2.0 and two-hop questions, the orchestrator's answer floor and the generator's support
-  threshold: round 1's grades and every answer's support figure are in the runs; an answer whose
-  round 1 passed nothing at the floor, or whose support is below the threshold, counts as the
-  refusal it would have become. Answers refused by a higher floor or threshold during the run
-  cannot be brought back, so sweep runs made with both nearly off
-  (``RAGLOOP_ANSWER_MIN_CONFIDENCE=0.5 RAGLOOP_GENERATOR_SUPPORT_THRESHOLD=0.01``). A request for a
+- SQuAD 2.0 and two-hop questions, the orchestrator's answer floor and the generator's two
+  checks: round 1's grades and every answer's support and answer-match figures are in the runs;
+  an answer whose round 1 passed nothing at the floor, or whose figure is below a check's
+  threshold, counts as the refusal it would have become. Answers refused by a higher floor or
+  threshold during the run cannot be brought back, so sweep runs made with all three nearly off
+  (``RAGLOOP_ANSWER_MIN_CONFIDENCE=0.5 RAGLOOP_GENERATOR_SUPPORT_THRESHOLD=0.01
+  RAGLOOP_GENERATOR_ANSWER_MATCH_THRESHOLD=0.01``). A request for a
   decision (``leads.requested_decision``: instructions that name the first words, a question that
   names two candidates or asks yes or no) is exempt from both guards, as in the loop.
 - PubMedQA and the lead's yes-threshold: every decision's P(yes) is in the runs; at a threshold
@@ -30,9 +31,12 @@ from bench.common import RESULTS_DIR
 from bench.comparison.workload import PUBMEDQA
 from ragloop.core.leads import requested_decision
 from ragloop.generator.leads import YES, chosen_lead
+from ragloop.generator.support import DEFAULT_SUPPORT_THRESHOLD
+from ragloop.orchestrator.loop.corrective import DEFAULT_ANSWER_MIN_CONFIDENCE
 
 SUPPORT_THRESHOLDS = (0.0, 0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8)
 ANSWER_FLOORS = (0.0, 0.55, 0.6, 0.65)
+ANSWER_MATCH_THRESHOLDS = (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
 LEAD_THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 1.01)
 
 
@@ -45,6 +49,7 @@ class SupportRow:  # shares, None where there is no question to count
     false_refusals: float | None
     floor: float = 0.0
     two_hop_right: float | None = None
+    match_threshold: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -54,18 +59,29 @@ class LeadRow:
     yes_share: float | None
 
 
-def outcome_at(run: QualityRun, threshold: float, floor: float = 0.0) -> tuple[bool, bool]:
-    """(right, refused) of ``run``'s answer had answers below ``threshold`` support, and those
-    whose round 1 passed no passage of at least ``floor`` confidence, been refused."""
+def outcome_at(
+    run: QualityRun, threshold: float, floor: float = 0.0, match_threshold: float = 0.0
+) -> tuple[bool, bool]:
+    """(right, refused) of ``run``'s answer had answers below ``threshold`` support or below
+    ``match_threshold`` answer match, and those whose round 1 passed no passage of at least
+    ``floor`` confidence, been refused."""
     if requested_decision(run.item.instructions, run.item.text):
         return run.correct, bool(run.refused)  # a decision: no guard applies (0012, 0014, 0016)
     answer = run.quality_answer
-    support = answer.support if answer else None
     best = answer.rounds[0].best_passed_confidence if answer and answer.rounds else None
-    below_floor = floor > 0 and best is not None and best < floor
-    if not run.refused and (below_floor or (support is not None and support < threshold)):
+    below = (
+        floor > 0 and best is not None and best < floor,
+        _below(answer.support if answer else None, threshold),
+        _below(answer.answer_match if answer else None, match_threshold),
+    )
+    if not run.refused and any(below):
         return not run.quality_item.answerable, True
     return run.correct, bool(run.refused)
+
+
+def _below(figure: float | None, threshold: float) -> bool:
+    """Whether a check refuses at ``threshold``; an unchecked answer (no figure) stands."""
+    return figure is not None and figure < threshold
 
 
 def _done(runs: Iterable[QualityRun], dataset: str) -> list[QualityRun]:
@@ -73,10 +89,13 @@ def _done(runs: Iterable[QualityRun], dataset: str) -> list[QualityRun]:
 
 
 def support_sweep(
-    runs: Iterable[QualityRun], thresholds: Sequence[float], floors: Sequence[float] = (0.0,)
+    runs: Iterable[QualityRun],
+    thresholds: Sequence[float],
+    floors: Sequence[float] = (0.0,),
+    match_thresholds: Sequence[float] = (0.0,),
 ) -> list[SupportRow]:
-    """One row a (floor, support threshold) over the answered SQuAD and two-hop runs of one
-    system; SQuAD's figures in the first columns, two-hop accuracy apart."""
+    """One row a (floor, support threshold, answer-match threshold) over the answered SQuAD and
+    two-hop runs of one system; SQuAD's figures in the first columns, two-hop accuracy apart."""
     runs = list(runs)
     done = _done(runs, SQUAD2)
     two_hop = _done(runs, MULTIHOP)
@@ -85,19 +104,21 @@ def support_sweep(
     rows = []
     for floor in floors:
         for threshold in thresholds:
-            right = [outcome_at(r, threshold, floor) for r in answerable]
-            refusals = [outcome_at(r, threshold, floor)[1] for r in unanswerable]
-            rows.append(
-                SupportRow(
-                    threshold,
-                    share(ok for ok, _ in right),
-                    share(refusals),
-                    share([ok for ok, _ in right] + refusals),
-                    share(refused for _, refused in right),
-                    floor,
-                    share(outcome_at(r, threshold, floor)[0] for r in two_hop),
+            for match in match_thresholds:
+                right = [outcome_at(r, threshold, floor, match) for r in answerable]
+                refusals = [outcome_at(r, threshold, floor, match)[1] for r in unanswerable]
+                rows.append(
+                    SupportRow(
+                        threshold,
+                        share(ok for ok, _ in right),
+                        share(refusals),
+                        share([ok for ok, _ in right] + refusals),
+                        share(refused for _, refused in right),
+                        floor,
+                        share(outcome_at(r, threshold, floor, match)[0] for r in two_hop),
+                        match,
+                    )
                 )
-            )
     return rows
 
 
@@ -130,6 +151,18 @@ def _cell(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
+def _print_support_rows(rows: Sequence[SupportRow]) -> None:
+    print(
+        "| answer floor | support threshold | answer-match threshold | answerable right "
+        "| unanswerable refused | overall | false refusals | two-hop right |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for row in rows:
+        shares = (row.answerable_right, row.unanswerable_refused, row.overall)
+        cells = " | ".join(_cell(v) for v in (*shares, row.false_refusals, row.two_hop_right))
+        print(f"| {row.floor:.2f} | {row.threshold:.2f} | {row.match_threshold:.2f} | {cells} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs-file", default=str(RESULTS_DIR / "quality-dev-runs.jsonl.xz"))
@@ -138,26 +171,26 @@ def main() -> None:
     runs = QualityRunsFile(Path(args.runs_file)).runs()
     for system in args.systems.split(","):
         mine = [r for r in runs if r.system == system]
-        supported = sum(
-            1 for r in mine if r.quality_answer and r.quality_answer.support is not None
-        )
-        scored = sum(1 for r in mine if r.quality_answer and r.quality_answer.lead_probabilities)
+        answers = [r.quality_answer for r in mine if r.quality_answer]
+        supported = sum(1 for a in answers if a.support is not None)
+        matched = sum(1 for a in answers if a.answer_match is not None)
+        scored = sum(1 for a in answers if a.lead_probabilities)
         print(
-            f"\n{system}: {len(mine)} runs, {supported} with a support figure, "
-            f"{scored} with a scored lead\n"
+            f"\n{system}: {len(mine)} runs, {supported} with a support figure, {matched} with an "
+            f"answer-match figure, {scored} with a scored lead\n"
         )
         if supported:
-            print(
-                "| answer floor | support threshold | answerable right | unanswerable refused "
-                "| overall | false refusals | two-hop right |"
-            )
-            print("|---:|---:|---:|---:|---:|---:|---:|")
-            for row in support_sweep(mine, SUPPORT_THRESHOLDS, ANSWER_FLOORS):
-                shares = (row.answerable_right, row.unanswerable_refused, row.overall)
-                cells = " | ".join(
-                    _cell(v) for v in (*shares, row.false_refusals, row.two_hop_right)
+            _print_support_rows(support_sweep(mine, SUPPORT_THRESHOLDS, ANSWER_FLOORS))
+        if matched:
+            print("\nthe answer-match threshold at the default floor and support threshold:\n")
+            _print_support_rows(
+                support_sweep(
+                    mine,
+                    (DEFAULT_SUPPORT_THRESHOLD,),
+                    (DEFAULT_ANSWER_MIN_CONFIDENCE,),
+                    ANSWER_MATCH_THRESHOLDS,
                 )
-                print(f"| {row.floor:.2f} | {row.threshold:.2f} | {cells} |")
+            )
         if scored:
             print("\n| lead yes-threshold | PubMedQA accuracy | yes share |")
             print("|---:|---:|---:|")
