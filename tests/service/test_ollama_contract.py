@@ -2,15 +2,18 @@
 
 No real Ollama server can run on this machine (no binary in any registry, no Docker engine), so
 this test stands a small HTTP server on 127.0.0.1 in Ollama's place. It checks the exact requests
-that ragloop's Ollama wiring (langchain-ollama's ChatOllama and OllamaEmbeddings) sends — model,
-messages, JSON-schema ``format``, options, keep_alive, streaming — and answers with Ollama's
-documented response shapes, streamed as NDJSON pieces as Ollama streams them. It does not prove
-that a real Ollama grades well; compose runs a real one.
+that ragloop's Ollama wiring (langchain-ollama's ChatOllama and OllamaEmbeddings, the ``ollama``
+client for one-token calls) sends — model, messages, JSON-schema ``format``, options, keep_alive,
+streaming, log-probabilities — and answers with Ollama's documented response shapes, streamed as
+NDJSON pieces as Ollama streams them, with the top-level ``logprobs`` list of Ollama 0.12.11 and
+later when asked (or without it, as an older server). It does not prove that a real Ollama grades
+well; compose runs a real one.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from typing import ClassVar
@@ -19,6 +22,7 @@ import pytest
 
 from bench.local_http import serving_http
 from ragloop.core.domain import Answer, AnswerDelta, Document
+from ragloop.core.errors import DependencyUnavailable
 from ragloop.core.models import ChatMessage, ChatModel, ChatReply, make_chat_model, make_embedder
 from ragloop.generator.prompts import ANSWER_SCHEMA
 from ragloop.generator.stage import ModelGenerator
@@ -32,10 +36,18 @@ class FakeOllama(BaseHTTPRequestHandler):
     requests: ClassVar[list[tuple[str, dict]]] = []
     chat_reply: ClassVar[str] = GRADE_REPLY
     piece_chars: ClassVar[int] = 6  # a streamed reply comes in pieces of this many characters
+    # The first token's likeliest candidates, given when a request asks (Ollama 0.12.11 and
+    # later); None: an older Ollama, which leaves them out.
+    top_logprobs: ClassVar[dict[str, float] | None] = None
+    model_pulled: ClassVar[bool] = True
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         FakeOllama.requests.append((self.path, body))
+        if not self.model_pulled:  # Ollama's answer: 404 and a JSON error
+            error = json.dumps({"error": f"model '{body['model']}' not found"}).encode()
+            self._send(404, error, "application/json")
+            return
         if self.path == "/api/chat":
             payload, content_type = self._chat(body)
         elif self.path == "/api/embed":
@@ -46,7 +58,10 @@ class FakeOllama(BaseHTTPRequestHandler):
         else:
             self.send_error(404)
             return
-        self.send_response(200)
+        self._send(200, payload, content_type)
+
+    def _send(self, status: int, payload: bytes, content_type: str) -> None:
+        self.send_response(status)
         self.send_header("content-type", content_type)
         self.send_header("content-length", str(len(payload)))
         self.end_headers()
@@ -65,7 +80,15 @@ class FakeOllama(BaseHTTPRequestHandler):
                 **fields,
             }
 
-        done = {"done": True, "done_reason": "stop", "prompt_eval_count": 42, "eval_count": 7}
+        done: dict[str, object] = {
+            "done": True,
+            "done_reason": "stop",
+            "prompt_eval_count": 42,
+            "eval_count": 7,
+        }
+        if body.get("logprobs") and self.top_logprobs is not None:
+            candidates = [{"token": t, "logprob": lp} for t, lp in self.top_logprobs.items()]
+            done["logprobs"] = [candidates[0] | {"top_logprobs": candidates}]
         if not body.get("stream", True):
             return json.dumps(message(reply, **done)).encode(), "application/json"
         step = self.piece_chars
@@ -80,6 +103,7 @@ class FakeOllama(BaseHTTPRequestHandler):
 @pytest.fixture
 def ollama_url() -> Iterator[str]:
     FakeOllama.requests, FakeOllama.chat_reply = [], GRADE_REPLY
+    FakeOllama.top_logprobs, FakeOllama.model_pulled = None, True
     with serving_http(FakeOllama) as url:
         yield url
 
@@ -113,6 +137,46 @@ async def test_grader_over_ollama_sends_the_schema_as_format(ollama_url: str) ->
     assert body["options"]["num_ctx"] == 4096
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     assert "<document>\nThe retriever owns it.\n</document>" in body["messages"][1]["content"]
+
+
+async def test_the_scored_grader_over_ollama_reads_p_yes_from_its_log_probabilities(
+    ollama_url: str,
+) -> None:
+    FakeOllama.chat_reply = "Yes"
+    FakeOllama.top_logprobs = {"Yes": math.log(0.6), "No": math.log(0.3), "yes": math.log(0.05)}
+
+    result = await ModelGrader(ollama_model(ollama_url)).grade(
+        "Who owns the data directory?", [Document("d1", "The retriever owns it.", "s.md")]
+    )
+
+    (grade,) = result.grades
+    assert grade.relevant and grade.confidence == pytest.approx(0.65 / 0.95, abs=1e-3)
+    [(path, body)] = FakeOllama.requests
+    assert path == "/api/chat" and body["model"] == "qwen2.5:7b-instruct"
+    assert (body["logprobs"], body["top_logprobs"], body["keep_alive"]) == (True, 10, 300)
+    assert body["options"]["num_predict"] == 1 and body["options"]["num_ctx"] == 4096
+    assert body["options"]["temperature"] == 0.0 and not body.get("format")
+
+
+async def test_an_ollama_without_log_probabilities_leaves_the_sampled_word(
+    ollama_url: str,
+) -> None:
+    FakeOllama.chat_reply = "no"  # an Ollama before 0.12.11: no logprobs in its reply
+
+    result = await ModelGrader(ollama_model(ollama_url)).grade(
+        "Who owns the data directory?", [Document("d1", "The sky is blue.", "s.md")]
+    )
+
+    (grade,) = result.grades
+    assert not grade.relevant and grade.confidence == 0.0
+    assert FakeOllama.requests[0][1]["logprobs"] is True
+
+
+async def test_a_model_ollama_has_not_pulled_is_a_dependency_error(ollama_url: str) -> None:
+    FakeOllama.model_pulled = False
+
+    with pytest.raises(DependencyUnavailable, match=r"HTTP 404.*not found"):
+        await ollama_model(ollama_url).next_token([ChatMessage("user", "Is it?")])
 
 
 async def test_a_streamed_chat_reply_arrives_in_pieces_then_whole(ollama_url: str) -> None:
@@ -150,8 +214,8 @@ async def test_generator_streams_its_answer_over_ollama(ollama_url: str) -> None
     assert len(deltas) > 1 and all(isinstance(d, AnswerDelta) and not d.restart for d in deltas)
     assert "".join(d.text for d in deltas) == "The retriever owns it."
     assert isinstance(answer, Answer) and answer.text == "The retriever owns it. [1]"
-    # The answer, then its answer-match and support checks: one sampled token each, without a
-    # schema (Ollama passes no log-probabilities on). The fake's reply to them is neither yes
+    # The answer, then its answer-match and support checks: one token each, without a schema,
+    # from an Ollama that gives no log-probabilities. The fake's reply to them is neither yes
     # nor no, so the answer stands.
     assert (answer.usage.prompt_tokens, answer.usage.completion_tokens) == (126, 21)
     [(_, body), (_, match), (_, support)] = FakeOllama.requests
@@ -180,7 +244,6 @@ def test_embeddings_over_ollama(ollama_url: str) -> None:
 
 
 async def test_ollama_down_is_a_dependency_error() -> None:
-    from ragloop.core.errors import DependencyUnavailable
     from ragloop.local.processes import free_port
 
     model = make_chat_model(

@@ -61,7 +61,7 @@ class GeneratorSettings(ChatModelSettings):
         description="Once an answer is written, one scored call asks whether its text answers "
         "the question at all (without the passages); below this probability of yes the answer "
         "becomes the refusal (0: no check). Made before the support check, and for the same "
-        "answers; without log-probabilities (Ollama) it refuses nothing. Calibrated on SQuAD "
-        "2.0 and two-hop dev questions with the 1.5B model "
+        "answers; without log-probabilities (Ollama before 0.12.11) it refuses nothing. "
+        "Calibrated on SQuAD 2.0 and two-hop dev questions with the 1.5B model "
         "(docs/decisions/0019-answer-match-check.md).",
     )

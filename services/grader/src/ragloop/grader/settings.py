@@ -30,7 +30,7 @@ class GraderSettings(ChatModelSettings):
         le=1,
         description="In `scored` mode, the probability of relevance at which a passage passes. "
         "Calibrated on a dev split with the default model (docs/decisions/); providers without "
-        "log-probabilities (Ollama) give 1 or 0 by the sampled word.",
+        "log-probabilities (Ollama before 0.12.11) give 1 or 0 by the sampled word.",
     )
     grader_batch_size: int = Field(
         5, ge=1, le=20, description="Passages per model call in batched mode."

@@ -1,5 +1,6 @@
 """Chat model providers: any OpenAI-compatible server (llama.cpp's ``llama-server`` among them)
-and Ollama (via langchain-ollama).
+and Ollama (via langchain-ollama; a one-token call through the ``ollama`` client, for its
+log-probabilities).
 
 All take an optional JSON schema that constrains the reply (OpenAI-compatible: ``response_format``
 ``json_schema``, which llama.cpp compiles to a grammar; Ollama: the ``format`` field), so stages get
@@ -127,9 +128,19 @@ def call_usage(model: str, reply: ChatReply | TokenReply) -> ModelUsage:
 def first_token_logprobs(choice: Mapping[str, Any]) -> dict[str, float] | None:
     """The top log-probabilities of a reply's first token by token text, from OpenAI's shape
     (``choice.logprobs.content[0].top_logprobs[*].{token, logprob}``); None when absent or
-    malformed. Tokens that print the same keep their likelier candidate."""
+    malformed."""
     try:
-        candidates = choice["logprobs"]["content"][0]["top_logprobs"]
+        return _first_token_candidates(choice["logprobs"]["content"])
+    except (KeyError, TypeError):
+        return None
+
+
+def _first_token_candidates(tokens: Any) -> dict[str, float] | None:
+    """``tokens[0].top_logprobs[*].{token, logprob}`` by token text, the shape OpenAI's
+    ``logprobs.content`` and Ollama's ``logprobs`` share; None when absent or malformed. Tokens
+    that print the same keep their likelier candidate."""
+    try:
+        candidates = tokens[0]["top_logprobs"]
         found: dict[str, float] = {}
         for candidate in candidates:
             token, logprob = str(candidate["token"]), float(candidate["logprob"])
@@ -371,10 +382,38 @@ class OllamaChatModel:
     async def next_token(
         self, messages: list[ChatMessage], *, top_logprobs: int = TOP_LOGPROBS
     ) -> TokenReply:
-        """The sampled token only: langchain-ollama passes no log-probabilities on (the grader
-        then takes the sampled yes or no as a score of 1 or 0; docs/models.md)."""
-        reply = await self.complete(messages, max_tokens=1)
-        return TokenReply(reply.text, None, reply.prompt_tokens, reply.completion_tokens)
+        """One token through Ollama's own chat API, asking for its log-probabilities (Ollama
+        0.12.11 and later give them; an older server leaves them out, and the sampled token is
+        all there is: docs/models.md)."""
+        from ollama import AsyncClient
+
+        client = AsyncClient(host=self._base_url, timeout=http_timeout(self._timeout_s))
+        options = {"temperature": 0.0, "num_predict": 1, "repeat_penalty": 1.0}
+        if self._num_ctx:
+            options["num_ctx"] = self._num_ctx
+
+        async def call() -> Any:
+            return await client.chat(
+                self._model,
+                messages=[{"role": m.role, "content": m.content} for m in messages],
+                options=options,
+                keep_alive=self._keep_alive_s,
+                logprobs=True,
+                top_logprobs=top_logprobs,
+            )
+
+        try:
+            with self._errors():
+                reply = await retry_on_connection_errors(call, self._retry, target=self._base_url)
+        finally:
+            await client.close()
+        tokens = [entry.model_dump() for entry in reply.logprobs or ()]
+        return TokenReply(
+            reply.message.content or "",
+            _first_token_candidates(tokens),
+            int(reply.prompt_eval_count or 0),
+            int(reply.eval_count or 0),
+        )
 
     async def stream(
         self,
