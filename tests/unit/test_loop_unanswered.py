@@ -122,6 +122,23 @@ async def test_a_rewrite_that_finds_nothing_new_leaves_the_answer_as_it_was() ->
     assert len(generator.calls) == 1 and result.answer.text == REFUSAL
 
 
+async def test_a_rewrite_whose_new_passages_all_failed_leaves_the_refusal() -> None:
+    # "founder" is new, but only as a filled passage: the grader did not pass it, so a second
+    # answer would come from the same evidence as the refused one (decision 0020).
+    generator = AnswersWhenGiven("founder")
+    retriever, rewriter = stages(generator)
+    grader = DictGrader({"engine": PASS, "noise": FAIL, "founder": FAIL})
+
+    result = await CorrectiveLoop(LoopStages(retriever, grader, rewriter, generator)).run(
+        QUESTION, policy(fill_generation_context=True, max_rewrite_attempts=1)
+    )
+
+    assert result.trace.decision_path == [
+        "retrieve", "grade", "generate", "rewrite", "retrieve", "grade",
+    ]  # fmt: skip
+    assert generator.calls == [["engine", "noise"]] and result.answer.text == REFUSAL
+
+
 async def test_an_answer_the_generator_could_cite_is_never_rewritten() -> None:
     generator = AnswersWhenGiven("engine")
     retriever, rewriter = stages(generator)

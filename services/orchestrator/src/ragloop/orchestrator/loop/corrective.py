@@ -333,14 +333,20 @@ class _Run:
         outcome, answer = await self._answer(outcome, documents)
         self.trace.usage = self.trace.usage + answer.usage
         while self._unanswered(outcome, answer, documents):
+            passed_before = self._passed_ids()
             try:
                 if not await self._rewrite_and_accept(RewriteTrigger.UNANSWERED):
                     break
             except BudgetSpent:
                 break
             next_outcome, next_documents = await self._search()
-            if {d.id for d in next_documents} <= {d.id for d in documents}:
-                break  # nothing new to answer from: the answer stands
+            if self._passed_ids() <= passed_before or (
+                {d.id for d in next_documents} <= {d.id for d in documents}
+            ):
+                # Nothing new passed, or nothing new reaches the generator: the refusal stands.
+                # Passages that only fill the context would make the answer again from what
+                # the grader did not pass (decision 0020).
+                break
             outcome, documents = next_outcome, next_documents
             outcome, answer = await self._answer(outcome, documents)
             self.trace.usage = self.trace.usage + answer.usage
@@ -407,6 +413,10 @@ class _Run:
                     return Outcome.CIRCULAR_REWRITE
         except BudgetSpent:
             return Outcome.BUDGET_EXHAUSTED
+
+    def _passed_ids(self) -> set[str]:
+        """The ids of the passages any round so far passed."""
+        return {g.document.id for r in self.trace.rounds for g in r.graded if g.grade.relevant}
 
     def _rewrites_left(self) -> bool:
         return len(self.trace.rewrite_history) < self.policy.max_rewrite_attempts
