@@ -326,12 +326,24 @@ class OllamaChatModel:
         self._base_url = base_url
         self._keep_alive_s = keep_alive_s
         self._timeout_s = timeout_s
-        self._num_ctx = num_ctx or None  # 0: the model's own default
+        self._num_ctx = num_ctx  # 0: the model's own default
         self._retry = retry
 
     @property
     def name(self) -> str:
         return self._name
+
+    def _options(self, max_tokens: int) -> dict[str, Any]:
+        """Ollama's sampling options for every call (langchain-ollama's fields of the same
+        names)."""
+        options: dict[str, Any] = {
+            "temperature": 0.0,
+            "num_predict": max_tokens,
+            "repeat_penalty": 1.0,
+        }
+        if self._num_ctx:
+            options["num_ctx"] = self._num_ctx
+        return options
 
     def _client(self, json_schema: dict[str, Any] | None, max_tokens: int) -> Any:
         from langchain_ollama import ChatOllama
@@ -339,13 +351,10 @@ class OllamaChatModel:
         return ChatOllama(
             model=self._model,
             base_url=self._base_url,
-            temperature=0.0,
-            num_predict=max_tokens,
-            repeat_penalty=1.0,
             keep_alive=self._keep_alive_s,
-            num_ctx=self._num_ctx,
             format=json_schema,
             client_kwargs={"timeout": http_timeout(self._timeout_s)},
+            **self._options(max_tokens),
         )
 
     @contextmanager
@@ -388,15 +397,12 @@ class OllamaChatModel:
         from ollama import AsyncClient
 
         client = AsyncClient(host=self._base_url, timeout=http_timeout(self._timeout_s))
-        options = {"temperature": 0.0, "num_predict": 1, "repeat_penalty": 1.0}
-        if self._num_ctx:
-            options["num_ctx"] = self._num_ctx
 
         async def call() -> Any:
             return await client.chat(
                 self._model,
                 messages=[{"role": m.role, "content": m.content} for m in messages],
-                options=options,
+                options=self._options(1),
                 keep_alive=self._keep_alive_s,
                 logprobs=True,
                 top_logprobs=top_logprobs,
