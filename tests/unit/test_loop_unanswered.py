@@ -4,6 +4,7 @@ what passed, and answers again; every such decision is visible in the trace and 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from dataclasses import replace
 
 import pytest
 
@@ -137,6 +138,75 @@ async def test_a_rewrite_whose_new_passages_all_failed_leaves_the_refusal() -> N
         "retrieve", "grade", "generate", "rewrite", "retrieve", "grade",
     ]  # fmt: skip
     assert generator.calls == [["engine", "noise"]] and result.answer.text == REFUSAL
+
+
+class MatchedAnswers(AnswersWhenGiven):
+    """``AnswersWhenGiven`` whose answers carry the generator's answer-match figure."""
+
+    def __init__(self, needed: str, match: float | None) -> None:
+        super().__init__(needed)
+        self.match = match
+
+    async def generate(
+        self, question: str, documents: list[Document], instructions: str = ""
+    ) -> Answer:
+        answer = await super().generate(question, documents, instructions)
+        return replace(answer, answer_match=self.match) if answer.grounded else answer
+
+
+async def test_an_answer_after_a_refusal_under_the_match_bar_leaves_the_refusal() -> None:
+    # Round 2 passed a new passage and the generator answered from it, but its answer-match
+    # figure is under the loop's bar for answers after a refusal (decision 0021).
+    generator = MatchedAnswers("founder", match=0.25)
+    retriever, rewriter = stages(generator)
+    grader = DictGrader({"engine": PASS, "noise": FAIL, "founder": PASS})
+    recorder = EventRecorder()
+
+    result = await CorrectiveLoop(LoopStages(retriever, grader, rewriter, generator)).run(
+        QUESTION, policy(max_rewrite_attempts=1, answer_match_after_refusal=0.3),
+        on_event=recorder,
+    )  # fmt: skip
+
+    assert len(generator.calls) == 2
+    assert result.answer.text == REFUSAL and not result.answer.grounded
+    assert result.answer.citations == [] and result.answer.answer_match == 0.25
+    [_, second] = [n for n in result.trace.node_executions if n.node == "generate"]
+    assert second.details["grounded"] is False and second.details["answer_match"] == 0.25
+    assert second.details["answer_match_after_refusal"] == 0.3
+    # The new answer's streamed text is taken back by the refusal.
+    tokens = [e for e in recorder.events if isinstance(e, AnswerToken)]
+    assert tokens[-2].text.startswith("answered from")
+    assert tokens[-1].text == REFUSAL and tokens[-1].restart
+
+
+@pytest.mark.parametrize("match", [0.3, 0.9, None])
+async def test_an_answer_after_a_refusal_at_the_bar_or_unchecked_stands(
+    match: float | None,
+) -> None:
+    generator = MatchedAnswers("founder", match=match)
+    retriever, rewriter = stages(generator)
+    grader = DictGrader({"engine": PASS, "noise": FAIL, "founder": PASS})
+
+    result = await CorrectiveLoop(LoopStages(retriever, grader, rewriter, generator)).run(
+        QUESTION, policy(max_rewrite_attempts=1, answer_match_after_refusal=0.3)
+    )
+
+    assert result.answer.grounded and result.answer.text.startswith("answered from")
+    assert result.answer.answer_match == match
+
+
+async def test_a_first_answer_is_held_only_to_the_generators_own_bar() -> None:
+    generator = MatchedAnswers("engine", match=0.25)
+    retriever, rewriter = stages(generator)
+    grader = DictGrader({"engine": PASS, "noise": FAIL})
+
+    result = await CorrectiveLoop(LoopStages(retriever, grader, rewriter, generator)).run(
+        QUESTION, policy(answer_match_after_refusal=0.3)
+    )
+
+    assert result.answer.grounded and rewriter.calls == []
+    [first] = [n for n in result.trace.node_executions if n.node == "generate"]
+    assert "answer_match_after_refusal" not in first.details
 
 
 async def test_an_answer_the_generator_could_cite_is_never_rewritten() -> None:

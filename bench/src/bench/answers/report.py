@@ -91,9 +91,9 @@ def render(figures: Figures) -> str:
         f"`{figures.get('command')}`."
     )
     shares = (
-        "Shares of the answered runs; p50 s is end to end (single-shot's is not comparable: it "
-        "runs right after ragloop, whose grades the grader's cache holds); model calls as each "
-        "system counts them; prompt tokens as the llama-server evaluated them (after its prefix "
-        "cache), per query."
+        "Shares of the answered runs; p50 s is end to end (single-shot's is comparable only "
+        "when it ran apart from ragloop: run together, it follows ragloop on each question, "
+        "whose grades the grader's cache then holds); model calls as each system counts them; "
+        "prompt tokens as the llama-server evaluated them (after its prefix cache), per query."
     )
     return "\n\n".join([header, systems_table(figures), shares, loop_lines(figures)])

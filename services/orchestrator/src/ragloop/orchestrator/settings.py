@@ -7,6 +7,7 @@ from pydantic import Field, SecretStr, create_model, field_validator, model_vali
 from ragloop.core.names import Stage
 from ragloop.core.stage_registry import STAGE_SPECS, stage_spec
 from ragloop.orchestrator.loop.corrective import (
+    DEFAULT_ANSWER_MATCH_AFTER_REFUSAL,
     DEFAULT_ANSWER_MIN_CONFIDENCE,
     DEFAULT_FILL_GENERATION_CONTEXT,
     DEFAULT_GENERATION_CONTEXT_TOKENS,
@@ -149,6 +150,16 @@ class OrchestratorSettings(StageAddresses, ReliabilitySettings, RequestPolicy):
         "the round counts as unanswered: rewritten while attempts remain, else the honest "
         "refusal (0: always answer). Not for a request whose instructions ask for a decision "
         '("Begin your answer with yes or no."): that is weighed from the passages found.',
+    )
+    answer_match_after_refusal: float = Field(
+        DEFAULT_ANSWER_MATCH_AFTER_REFUSAL,
+        ge=0,
+        le=1,
+        description="An answer found after a round's answer was refused stands only when the "
+        "generator's answer-match check (`RAGLOOP_GENERATOR_ANSWER_MATCH_THRESHOLD`) gives it "
+        "at least this probability of answering the question; below it the refusal stands (0: "
+        "the generator's bar alone; docs/decisions/0021-a-higher-bar-after-a-refusal.md). "
+        "Without that check's figure (Ollama before 0.12.11, or the check off) the answer stands.",
     )
     generation_reserve_s: float = Field(
         DEFAULT_GENERATION_RESERVE_S,

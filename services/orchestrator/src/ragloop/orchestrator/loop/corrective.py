@@ -76,6 +76,11 @@ T = TypeVar("T")
 # unanswered (a rewrite may find better). A grader whose confidence is a verdict (1.0) always
 # reaches it.
 DEFAULT_ANSWER_MIN_CONFIDENCE = 0.6
+# An answer written after a round's answer was refused stands only when the generator's
+# answer-match check gives it at least this probability of answering the question; below it, the
+# refusal stands. First answers keep the generator's own, lower bar, which two-hop answers need
+# (decision 0021). 0: no bar of the loop's own.
+DEFAULT_ANSWER_MATCH_AFTER_REFUSAL = 0.3
 # The passages handed to the generator: as many passed ones, most confident first, as fit this
 # many (estimated) tokens, and at most this many passages.
 DEFAULT_GENERATION_CONTEXT_TOKENS = 1000
@@ -118,6 +123,7 @@ class LoopPolicy:
     generation_context_tokens: int = DEFAULT_GENERATION_CONTEXT_TOKENS
     fill_generation_context: bool = DEFAULT_FILL_GENERATION_CONTEXT
     answer_min_confidence: float = DEFAULT_ANSWER_MIN_CONFIDENCE
+    answer_match_after_refusal: float = DEFAULT_ANSWER_MATCH_AFTER_REFUSAL
 
     def similarity_threshold_of(self, round_number: int) -> float:
         if not self.similarity_relaxation:
@@ -348,7 +354,7 @@ class _Run:
                 # the grader did not pass (decision 0020).
                 break
             outcome, documents = next_outcome, next_documents
-            outcome, answer = await self._answer(outcome, documents)
+            outcome, answer = await self._answer(outcome, documents, refused=answer)
             self.trace.usage = self.trace.usage + answer.usage
         return LoopResult(
             original_query=self.asked,
@@ -458,9 +464,13 @@ class _Run:
         seen = {d.id for r in self.trace.rounds[:-1] for d in r.retrieval.documents}
         return all(d.id in seen for d in round_.retrieval.documents)
 
-    async def _answer(self, outcome: Outcome, documents: list[Document]) -> tuple[Outcome, Answer]:
+    async def _answer(
+        self, outcome: Outcome, documents: list[Document], refused: Answer | None = None
+    ) -> tuple[Outcome, Answer]:
         """Generate from ``documents`` within what is left of the budget; when nothing is left,
-        or nothing passed before the budget ran out, say so instead of calling the generator."""
+        or nothing passed before the budget ran out, say so instead of calling the generator.
+        After a ``refused`` answer the new one stands only when it clears the loop's higher bar
+        (``_falls_short_after_refusal``); otherwise the refusal stands."""
         if outcome is Outcome.BUDGET_EXHAUSTED and not documents:
             return outcome, await self._announce(out_of_time_answer(documents))
 
@@ -469,14 +479,38 @@ class _Run:
             documents = []  # the generator's honest refusal, without a model call
         self.handed = documents
 
+        bar = (
+            {"answer_match_after_refusal": self.policy.answer_match_after_refusal}
+            if refused is not None
+            else {}
+        )
+
         def details(answer: Answer) -> dict[str, Any]:
-            return events.generate_details(answer, documents) | {"best_confidence": round(best, 3)}
+            return (
+                events.generate_details(answer, documents)
+                | {"best_confidence": round(best, 3)}
+                | bar
+            )
+
+        async def generate() -> Answer:
+            answer = await self._generate(documents)
+            if refused is None or not self._falls_short_after_refusal(answer):
+                return answer
+            # The refusal stands; the text streamed of the new answer is taken back.
+            kept = Answer(
+                refused.text,
+                [],
+                grounded=False,
+                usage=answer.usage,
+                answer_match=answer.answer_match,
+            )
+            return await self._announce(kept)
 
         try:
             answer = await self._node(
                 LoopNode.GENERATE,
                 self.original,
-                lambda: self._generate(documents),
+                generate,
                 details,
                 details,
                 deadline=self.budget.deadline,
@@ -484,6 +518,17 @@ class _Run:
         except BudgetSpent:
             return Outcome.BUDGET_EXHAUSTED, await self._announce(out_of_time_answer(documents))
         return outcome, answer
+
+    def _falls_short_after_refusal(self, answer: Answer) -> bool:
+        """Whether an answer found after a refused one misses the loop's answer-match bar. A
+        question refused once is less likely to have an answer in the documents, and second
+        answers were mostly wrong (decision 0021). Without the generator's check (no
+        log-probabilities, or the check turned off) there is no figure, and the answer stands."""
+        return (
+            answer.grounded
+            and answer.answer_match is not None
+            and answer.answer_match < self.policy.answer_match_after_refusal
+        )
 
     def _best_confidence(self) -> float:
         """The highest confidence of a passed grade in any round (0 when none passed)."""

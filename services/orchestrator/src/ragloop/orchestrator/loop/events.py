@@ -108,7 +108,7 @@ def generate_details(answer: Answer, documents: list[Document]) -> dict[str, Any
         "document_ids": [d.id for d in documents],  # the passages the answer was written from
         "grounded": answer.grounded,
         "usage": usage_details(answer.usage),
-    }
+    } | ({} if answer.answer_match is None else {"answer_match": answer.answer_match})
 
 
 def usage_details(usage: ModelUsage) -> dict[str, int]:

@@ -26,6 +26,7 @@ def resolve_policy(request: QueryRequest, settings: OrchestratorSettings) -> Loo
         generation_context_tokens=settings.generation_context_tokens,
         fill_generation_context=settings.fill_generation_context,
         answer_min_confidence=settings.answer_min_confidence,
+        answer_match_after_refusal=settings.answer_match_after_refusal,
     )
 
 
