@@ -144,6 +144,42 @@ async def test_rewriter_returns_a_new_query(serve_stage) -> None:
     assert reply.usage.calls >= 1
 
 
+async def test_rewriter_names_what_a_two_hop_question_describes(serve_stage) -> None:
+    # The passage passed but did not answer: the question is restated with the name it gives.
+    bridge = common_pb2.Document(
+        id="normans-16",
+        source="normans.md",
+        text="In 1066, Duke William II of Normandy conquered England, killing King Harold II at "
+        "the Battle of Hastings. The invading Normans and their descendants replaced the "
+        "Anglo-Saxons as the ruling class of England.",
+    )
+    question = (
+        "As far as which place did the Norman duke who killed King Harold II at Hastings ride "
+        "when he invaded Scotland?"
+    )
+    async with serve_stage(rewriter_spec, RewriterSettings) as channel:
+        reply = await rewriter_pb2_grpc.RewriterServiceStub(channel).RewriteQuery(
+            rewriter_pb2.RewriteQueryRequest(
+                original_query=question,
+                current_query=question,
+                failed_documents=[
+                    common_pb2.GradedDocument(
+                        document=bridge,
+                        grade=common_pb2.Grade(
+                            document_id=bridge.id,
+                            verdict=common_pb2.VERDICT_RELEVANT,
+                            confidence=0.7,
+                        ),
+                    )
+                ],
+            )
+        )
+    assert reply.question == reply.rewritten_query
+    assert "William" in reply.question and "killed King Harold" not in reply.question
+    assert reply.question.endswith("ride when he invaded Scotland?")
+    assert reply.usage.calls == 2
+
+
 FOLLOW_UP_HISTORY = [
     common_pb2.ConversationTurn(role="user", content="What is Milvus Lite?"),
     common_pb2.ConversationTurn(

@@ -13,7 +13,11 @@ from ragloop.v1 import rewriter_pb2, rewriter_pb2_grpc
 
 
 def build_rewriter(settings: RewriterSettings, model: ChatModel) -> ModelRewriter:
-    return ModelRewriter(model, reasoning=settings.rewriter_reasoning)
+    return ModelRewriter(
+        model,
+        reasoning=settings.rewriter_reasoning,
+        resolve_descriptions=settings.rewriter_resolve_descriptions,
+    )
 
 
 def build_spec(settings: RewriterSettings) -> ServiceSpec:
