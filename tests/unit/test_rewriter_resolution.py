@@ -31,6 +31,10 @@ def found(*documents: object, relevant: bool = True) -> list[GradedDocument]:
     return [GradedDocument(d, Grade(d.id, relevant, 0.7, "")) for d in documents]  # type: ignore[attr-defined]
 
 
+def resolving(model: ScriptedChatModel) -> ModelRewriter:
+    return ModelRewriter(model, resolve_descriptions=True)
+
+
 def described(description: str) -> str:
     return json.dumps({"description": description})
 
@@ -114,7 +118,7 @@ async def test_a_reply_that_does_not_parse_leaves_the_question() -> None:
 async def test_the_rewriter_restates_the_question_when_passages_passed() -> None:
     model = ScriptedChatModel([described(DESCRIPTION), named("William the Conqueror")])
 
-    rewrite = await ModelRewriter(model).rewrite(QUESTION, QUESTION, found(BRIDGE, FACT), [])
+    rewrite = await resolving(model).rewrite(QUESTION, QUESTION, found(BRIDGE, FACT), [])
 
     assert (
         rewrite.query
@@ -129,7 +133,7 @@ async def test_an_unnamed_description_falls_back_to_a_search_query() -> None:
         [described(DESCRIPTION), named("Duke William"), json.dumps({"rewritten_query": "who won"})]
     )
 
-    rewrite = await ModelRewriter(model).rewrite(QUESTION, QUESTION, found(BRIDGE), [])
+    rewrite = await resolving(model).rewrite(QUESTION, QUESTION, found(BRIDGE), [])
 
     assert (rewrite.query, rewrite.question) == ("who won", "")
     assert rewrite.usage.calls == 3  # what the failed resolution cost is counted
@@ -137,8 +141,8 @@ async def test_an_unnamed_description_falls_back_to_a_search_query() -> None:
 
 async def test_failed_passages_alone_or_the_setting_off_get_a_search_query_only() -> None:
     for rewriter, failed in [
-        (ModelRewriter, found(BRIDGE, relevant=False)),
-        (lambda m: ModelRewriter(m, resolve_descriptions=False), found(BRIDGE)),
+        (resolving, found(BRIDGE, relevant=False)),
+        (ModelRewriter, found(BRIDGE)),  # off by default
     ]:
         model = ScriptedChatModel([json.dumps({"rewritten_query": "norman duke harold"})])
         rewrite = await rewriter(model).rewrite(QUESTION, QUESTION, failed, [])  # type: ignore[operator]

@@ -2,10 +2,11 @@
 
 "As far as which place did the Norman duke who killed King Harold II at Hastings ride?" describes
 a person by a fact. When the passages found for it passed grading but the generator could not
-answer from them, the small model cannot chain the two facts; it can answer each one. So: the
-model copies the description out of the question, names what it describes from the passages, and
-the question is asked again with the name in its place ("… did William the Conqueror ride?"), a
-one-hop question that the loop searches, grades and answers as any other.
+answer from them, the model may still answer each hop alone. So: the model copies the description
+out of the question, names what it describes from the passages, and the question is asked again
+with the name in its place ("… did William the Conqueror ride?"), a one-hop question that the loop
+searches, grades and answers as any other. Off by default: with the 1.5B model it answered no more
+two-hop questions through the loop (the decision record has the figures).
 
 Each model reply is checked, because a 1.5B model splits single-hop questions too: the
 description must be the question's own words and describe (not a bare name), and the name must be

@@ -62,7 +62,7 @@ class ModelRewriter:
     """
 
     def __init__(
-        self, model: ChatModel, *, reasoning: bool = False, resolve_descriptions: bool = True
+        self, model: ChatModel, *, reasoning: bool = False, resolve_descriptions: bool = False
     ) -> None:
         self._model = model
         self._reasoning = reasoning

@@ -309,8 +309,8 @@ class _Run:
         self.stages = loop
         self.asked = query.strip()  # the question as asked
         self.history = history
-        # The question graded, rewritten and answered: the asked one, or with history the
-        # standalone question made of it (``_contextualize``).
+        # The question the request asks: the asked one, or with history the standalone question
+        # made of it (``_contextualize``).
         self.original = self.asked
         # The question graded and answered: the original one, or the question a rewrite restated
         # (``_restate``), graded from round ``question_from`` (an index into the trace's rounds).
@@ -505,19 +505,19 @@ class _Run:
             documents = []  # the generator's honest refusal, without a model call
         self.handed = documents
 
-        bar = (
+        shown: dict[str, Any] = (
             {"answer_match_after_refusal": self.policy.answer_match_after_refusal}
             if refused is not None
             else {}
         )
         if self.question != self.original:
-            bar["question"] = self.question
+            shown["question"] = self.question
 
         def details(answer: Answer) -> dict[str, Any]:
             return (
                 events.generate_details(answer, documents)
                 | {"best_confidence": round(best, 3)}
-                | bar
+                | shown
             )
 
         async def generate() -> Answer:
