@@ -200,11 +200,12 @@ def _conversation(history: list[Turn], question: str) -> str:
     lines = ["Conversation:"]
     for turn in history[-HISTORY_TURNS_SHOWN:]:
         speaker = "User" if turn.role == "user" else "Assistant"
-        lines.append(f"{speaker}: {_cut(turn.content, TURN_CHARS_SHOWN)}")
+        lines.append(f"{speaker}: {cut_at_word(turn.content, TURN_CHARS_SHOWN)}")
     lines.append(f"Follow-up question: {question}")
     return "\n".join(lines)
 
 
-def _cut(text: str, limit: int) -> str:
+def cut_at_word(text: str, limit: int) -> str:
+    """``text`` with its whitespace collapsed, cut at the last word within ``limit`` characters."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"

@@ -23,6 +23,7 @@ from typing import Any
 from ragloop.core.domain import Document, ModelUsage
 from ragloop.core.models import ChatMessage, ChatModel
 from ragloop.core.models.structured import complete_structured
+from ragloop.rewriter.prompts import cut_at_word
 
 DESCRIPTION_PROMPT_VERSION = "describe-v1"
 NAME_PROMPT_VERSION = "name-v1"
@@ -95,7 +96,7 @@ def description_messages(question: str) -> list[ChatMessage]:
 
 def name_messages(description: str, documents: list[Document]) -> list[ChatMessage]:
     passages = "\n\n".join(
-        f"[{number}] {_cut(doc.text)}"
+        f"[{number}] {cut_at_word(doc.text, PASSAGE_CHARS)}"
         for number, doc in enumerate(documents[:MAX_PASSAGES], start=1)
     )
     user = f"Passages:\n{passages}\n\nQuestion: Who or what is {description}?"
@@ -184,8 +185,3 @@ async def resolve_description(
         return Resolution("", description, name, problem, usage)
     reason = f'named "{description}" as "{name}" from the passages found'
     return Resolution(named_question(question, description, name), description, name, reason, usage)
-
-
-def _cut(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= PASSAGE_CHARS else text[:PASSAGE_CHARS].rsplit(" ", 1)[0] + " …"
