@@ -17,10 +17,13 @@ from bench.common import prepare_runs_file
 from bench.compare import runs_file_beside
 from bench.comparison.llama_metrics import ServerCounts
 from bench.comparison.runs import QueryRun
+from bench.comparison.services import ChatServer
 from bench.comparison.workload import PUBMEDQA, WorkItem
-from bench.quality import default_output, parse_args
+from bench.quality import check_chat_server, check_one_model, default_output, parse_args
 from bench.threshold_sweep import lead_sweep, support_sweep
 from ragloop.core.domain import ModelUsage
+from ragloop.local.models import QWEN_CODER_1_5B
+from ragloop.local.processes import free_port
 
 ANSWERABLE = QualityItem(
     SQUAD2,
@@ -200,6 +203,42 @@ def test_the_options_name_the_runs_file_of_the_split_and_the_systems_to_forget()
     assert runs_file_beside(default_output(args.split)).name == "quality-dev-runs.jsonl.xz"
     with pytest.raises(SystemExit):
         parse_args(["--forget", "ragloop_inprocess"])  # a system of bench.compare only
+
+
+def test_another_models_server_comes_with_its_name_and_figures_of_its_own() -> None:
+    args = parse_args(
+        ["--split", "dev", "--model-url", "http://gpu:8080/v1/", "--model-name", "Qwen2.5 7B"]
+    )
+
+    assert args.model_url == "http://gpu:8080"
+    output = default_output(args.split, args.model_name)
+    assert output.name == "quality-dev-qwen2.5-7b.json"
+    assert runs_file_beside(output).name == "quality-dev-qwen2.5-7b-runs.jsonl.xz"
+    assert default_output("report").name == "quality.json"
+    for alone in (["--model-url", "http://gpu:8080"], ["--model-name", "qwen2.5-7b"]):
+        with pytest.raises(SystemExit):
+            parse_args(alone)
+
+
+def test_a_runs_file_holds_one_models_runs(tmp_path: Path) -> None:
+    runs_file = QualityRunsFile(tmp_path / "quality-runs.jsonl.xz")
+    runs_file.append(quality_run("ragloop", ANSWERABLE, "France [1]."), {"commit": "a1"})
+    runs_file.append(quality_run("single", ANSWERABLE, "France [1]."), {"model": "big"})
+
+    recorded = runs_file.recorded("model", QWEN_CODER_1_5B.name)
+
+    assert recorded == [QWEN_CODER_1_5B.name, "big"]  # a run recorded before models were
+    assert runs_file.commits() == ["a1"]
+    check_one_model([QWEN_CODER_1_5B.name], QWEN_CODER_1_5B.name)
+    with pytest.raises(SystemExit, match="holds runs of big"):
+        check_one_model(recorded, QWEN_CODER_1_5B.name)
+
+
+def test_a_model_url_whose_counters_cannot_be_read_ends_the_benchmark_saying_why() -> None:
+    nothing_there = ChatServer(f"http://127.0.0.1:{free_port()}", "big")
+
+    with pytest.raises(SystemExit, match="started with --metrics"):
+        check_chat_server(nothing_there)
 
 
 def test_a_metered_run_becomes_a_quality_run_unchanged() -> None:

@@ -19,12 +19,18 @@ make them again, ``--forget-question ID`` only those of question ID; ``--summari
 recomputes the figures; ``--report-only`` prints the tables of ``--output``.
 A smoke run:
 ``--squad 4 --multihop 2 --pubmedqa 2 --corpus-limit 40 --output /tmp/quality-smoke/quality.json``.
+
+Every system uses the local Qwen2.5-Coder-1.5B on a llama-server the benchmark starts, or, with
+``--model-url URL --model-name NAME``, a llama-server already running another model (a larger GGUF
+on a machine with a GPU, say); each run records the model's name, and a runs file holds one model's
+runs only.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import shlex
 import sys
 import time
@@ -74,8 +80,9 @@ from bench.common import (
     write_results,
 )
 from bench.compare import changed_settings, provenance, runs_file_beside, warm_up
+from bench.comparison.llama_metrics import read_counts
 from bench.comparison.runs import Meter, System
-from bench.comparison.services import RunningStack, ragloop_stack, shared_milvus
+from bench.comparison.services import ChatServer, RunningStack, ragloop_stack, shared_milvus
 from bench.comparison.systems import LangGraphBaseline
 from bench.comparison.workload import PUBMEDQA
 from bench.stages import ModelEndpoint
@@ -95,6 +102,7 @@ def build_systems(
     stack: RunningStack,
     milvus_uri: str,
     datasets: list[str],
+    model: str,
 ) -> tuple[list[System], Any, Any]:
     """The named systems, in ``SYSTEMS``' order, with the retriever and the plain generator's
     model to close afterwards."""
@@ -102,11 +110,11 @@ def build_systems(
         dataset: server_policy(OrchestratorSettings(), COLLECTIONS[dataset]) for dataset in datasets
     }
     retriever = build_retriever(RetrieverSettings(milvus_uri=milvus_uri))
-    endpoint = ModelEndpoint(stack.model_url, QWEN_CODER_1_5B.name)
+    endpoint = ModelEndpoint(stack.model_url, model)
     generator_settings: GeneratorSettings = endpoint.settings(GeneratorSettings)
     generator_model = generator_settings.make_chat_model()
     chat = openai_chat(
-        f"{stack.model_url}/v1", QWEN_CODER_1_5B.name, timeout_s=ChatModelSettings().model_timeout_s
+        f"{stack.model_url}/v1", model, timeout_s=ChatModelSettings().model_timeout_s
     )
     rest = (client, stack.base_url, policies, stack.pids, stack.model_url)
     every: dict[str, System] = {
@@ -149,7 +157,7 @@ async def measure(
     datasets = list(dict.fromkeys(item.dataset for item in load.items))
     async with httpx.AsyncClient() as client:
         systems, retriever, generator_model = build_systems(
-            args.systems, client, stack, milvus_uri, datasets
+            args.systems, client, stack, milvus_uri, datasets, model_name(args)
         )
         try:
             by_name = {system.name: system for system in systems}
@@ -182,25 +190,32 @@ def run(args: argparse.Namespace, runs_file: QualityRunsFile) -> dict[str, Any]:
         f"(the others are in {runs_file.path})"
     )
     if todo:
+        model = chat_server(args)
+        if model is not None:
+            check_chat_server(model)
+        recorded = provenance() | {"model": model_name(args)}
         with (
             shared_milvus(load.corpora) as milvus_uri,
-            ragloop_stack(milvus_uri, cache_dir() / "quality-run") as stack,
+            ragloop_stack(milvus_uri, cache_dir() / "quality-run", model) as stack,
         ):
             print(f"ragloop at {stack.base_url}, llama-server at {stack.model_url}", flush=True)
-            asyncio.run(measure(args, milvus_uri, stack, load, runs_file, provenance()))
+            asyncio.run(measure(args, milvus_uri, stack, load, runs_file, recorded))
     return {
         "date": date.today().isoformat(),
         "machine": machine(),
-        "model": QWEN_CODER_1_5B.name,
         "command": "python -m bench.quality " + shlex.join(sys.argv[1:]),
         "settings_changed": changed_settings(),
         "seconds_last_invocation": round(time.perf_counter() - clock, 1),
     }
 
 
-def default_output(split: str) -> Path:
-    """quality.json for the report split; quality-dev.json for tuning, never mixed with it."""
-    return RESULTS_DIR / ("quality.json" if split == "report" else f"quality-{split}.json")
+def default_output(split: str, model: str = QWEN_CODER_1_5B.name) -> Path:
+    """quality.json for the report split; quality-dev.json for tuning, never mixed with it;
+    another model's figures (and runs, beside them) under a name of its own."""
+    name = "quality" if split == "report" else f"quality-{split}"
+    if model != QWEN_CODER_1_5B.name:
+        name += "-" + re.sub(r"[^a-z0-9.]+", "-", model.lower()).strip("-")
+    return RESULTS_DIR / f"{name}.json"
 
 
 def _names(text: str) -> list[str]:
@@ -239,6 +254,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--no-warm-up", dest="warm_up", action="store_false", help="skip the untimed questions"
     )
     parser.add_argument(
+        "--model-url",
+        default="",
+        help="a running llama-server (http://HOST:PORT, started with --metrics) that every "
+        "system uses instead of the local model (default: start one with the local model)",
+    )
+    parser.add_argument(
+        "--model-name", default="", help="the name --model-url's model is recorded by"
+    )
+    parser.add_argument(
         "--output",
         default="",
         help="default: bench/results/quality.json (quality-dev.json for --split dev)",
@@ -252,7 +276,50 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     unknown = set(args.systems) - set(SYSTEMS)
     if unknown:
         parser.error(f"unknown systems {sorted(unknown)}; choose from {', '.join(SYSTEMS)}")
+    if bool(args.model_url) != bool(args.model_name):
+        parser.error(
+            "--model-url and --model-name go together: a model server, and the name "
+            "its runs are recorded by"
+        )
+    args.model_url = args.model_url.rstrip("/").removesuffix("/v1")
     return args
+
+
+def chat_server(args: argparse.Namespace) -> ChatServer | None:
+    """The running model server ``--model-url`` names (None: the benchmark starts the local one)."""
+    return ChatServer(args.model_url, args.model_name) if args.model_url else None
+
+
+def model_name(args: argparse.Namespace) -> str:
+    return args.model_name or QWEN_CODER_1_5B.name
+
+
+def check_one_model(recorded: list[str], model: str) -> None:
+    """Ends the benchmark when the runs file holds another model's runs: figures of two models
+    in one file would mean neither."""
+    others = [name for name in recorded if name != model]
+    if others:
+        raise SystemExit(
+            f"the runs file holds runs of {', '.join(others)}, not {model}: give this model "
+            "its own --runs-file and --output"
+        )
+
+
+def check_chat_server(model: ChatServer) -> None:
+    """Ends the benchmark at once, saying why, when ``--model-url`` is not a llama-server whose
+    counters can be read (every run reads them before and after)."""
+
+    async def read() -> None:
+        async with httpx.AsyncClient() as client:
+            await read_counts(client, model.url)
+
+    try:
+        asyncio.run(read())
+    except httpx.HTTPError as exc:
+        raise SystemExit(
+            f"cannot read the counters of the model server at {model.url}/metrics ({exc}): "
+            "--model-url must be a running llama-server started with --metrics"
+        ) from exc
 
 
 def grader_figures(models_results: Path) -> dict[str, Any]:
@@ -266,7 +333,8 @@ def grader_figures(models_results: Path) -> dict[str, Any]:
 
 def main() -> None:
     args = parse_args()
-    output = Path(args.output) if args.output else default_output(args.split)
+    model = model_name(args)
+    output = Path(args.output) if args.output else default_output(args.split, model)
     if args.report_only:
         print(report.render(read_results(output)))
         return
@@ -275,6 +343,8 @@ def main() -> None:
         Path(args.runs_file) if args.runs_file else runs_file_beside(output)
     )
     prepare_runs_file(runs_file, args)
+    if not args.summarise:
+        check_one_model(runs_file.recorded("model", QWEN_CODER_1_5B.name), model)
     invocation: dict[str, Any] = {}
     with runs_kept_on_interrupt(runs_file):
         if not args.summarise:
@@ -283,9 +353,10 @@ def main() -> None:
         read_results(output)
         | invocation
         | quality_figures(runs_file.runs())
-        | grader_figures(RESULTS_DIR / "models.json")
+        | (grader_figures(RESULTS_DIR / "models.json") if model == QWEN_CODER_1_5B.name else {})
     )
     figures["runs_commits"] = " ".join(runs_file.commits())
+    figures["model"] = " ".join(runs_file.recorded("model", QWEN_CODER_1_5B.name))
     write_results(output, figures)
     print("\n" + report.render(figures))
     print(f"\nwrote {output}")

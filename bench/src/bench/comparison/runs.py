@@ -224,8 +224,13 @@ class RunsFile:
 
     def commits(self) -> list[str]:
         """The commits the runs were made at, in order of first use."""
-        commits = (record.get("commit") for record in self._records())
-        return list(dict.fromkeys(commit for commit in commits if commit))
+        return self.recorded("commit")
+
+    def recorded(self, field: str, default: str = "") -> list[str]:
+        """The values of one provenance field (``commit``, ``model``) in the runs, in order of
+        first use; a run recorded without it counts as ``default`` (none when empty)."""
+        values = (record.get(field) or default for record in self._records())
+        return list(dict.fromkeys(value for value in values if value))
 
     def _records(self) -> Iterator[dict[str, Any]]:
         if self.path.exists():

@@ -78,21 +78,37 @@ def _ingest(corpora: Mapping[str, list[SourceDocument]], settings: RetrieverSett
 
 
 @dataclass(frozen=True)
+class ChatServer:
+    """A llama-server that is already running (started with ``--metrics``, whose counters the
+    benchmarks read), and the name its model is recorded by."""
+
+    url: str  # http://HOST:PORT, without /v1
+    name: str
+
+
+@dataclass(frozen=True)
 class RunningStack:
     base_url: str  # the orchestrator's REST API
-    model_url: str  # the llama-server the stack started (every system uses it)
+    model_url: str  # the llama-server the stack started or was given (every system uses it)
     pids: dict[str, int]  # the five ragloop processes by name
 
 
 @contextmanager
-def ragloop_stack(milvus_uri: str, run_dir: Path) -> Iterator[RunningStack]:
+def ragloop_stack(
+    milvus_uri: str, run_dir: Path, model: ChatServer | None = None
+) -> Iterator[RunningStack]:
     """The llama-server and ragloop's five processes on free loopback ports (metrics ports
-    too, so nothing collides with another stack on the machine), searching ``milvus_uri``."""
+    too, so nothing collides with another stack on the machine), searching ``milvus_uri``.
+    With ``model``, the stages call that running server instead and none is started."""
+    extra_env = {"RAGLOOP_MILVUS_URI": milvus_uri}
+    if model is not None:
+        extra_env["RAGLOOP_CHAT_MODEL"] = f"llamacpp:{model.name}"
     config = StackConfig.on_free_ports(
         run_dir,
         models_dir=MODELS_DIR,
-        extra_env={"RAGLOOP_MILVUS_URI": milvus_uri},
+        extra_env=extra_env,
         metrics_ports={stage: free_port() for stage in STAGES},
+        model_url=model.url if model else None,
     )
     stack = Stack(config)
     stack.start()
@@ -102,6 +118,6 @@ def ragloop_stack(milvus_uri: str, run_dir: Path) -> Iterator[RunningStack]:
             for child in stack.children
             if child.process is not None and child.name != "model-server"
         }
-        yield RunningStack(config.base_url, f"http://{config.host}:{config.model_port}", pids)
+        yield RunningStack(config.base_url, stack.model_url, pids)
     finally:
         stack.stop()
