@@ -157,7 +157,7 @@ async def measure(
     datasets = list(dict.fromkeys(item.dataset for item in load.items))
     async with httpx.AsyncClient() as client:
         systems, retriever, generator_model = build_systems(
-            args.systems, client, stack, milvus_uri, datasets, model_name(args)
+            args.systems, client, stack, milvus_uri, datasets, args.model_name
         )
         try:
             by_name = {system.name: system for system in systems}
@@ -193,7 +193,7 @@ def run(args: argparse.Namespace, runs_file: QualityRunsFile) -> dict[str, Any]:
         model = chat_server(args)
         if model is not None:
             check_chat_server(model)
-        recorded = provenance() | {"model": model_name(args)}
+        recorded = provenance() | {"model": args.model_name}
         with (
             shared_milvus(load.corpora) as milvus_uri,
             ragloop_stack(milvus_uri, cache_dir() / "quality-run", model) as stack,
@@ -282,16 +282,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             "its runs are recorded by"
         )
     args.model_url = args.model_url.rstrip("/").removesuffix("/v1")
+    args.model_name = args.model_name or QWEN_CODER_1_5B.name
     return args
 
 
 def chat_server(args: argparse.Namespace) -> ChatServer | None:
     """The running model server ``--model-url`` names (None: the benchmark starts the local one)."""
     return ChatServer(args.model_url, args.model_name) if args.model_url else None
-
-
-def model_name(args: argparse.Namespace) -> str:
-    return args.model_name or QWEN_CODER_1_5B.name
 
 
 def check_one_model(recorded: list[str], model: str) -> None:
@@ -333,7 +330,7 @@ def grader_figures(models_results: Path) -> dict[str, Any]:
 
 def main() -> None:
     args = parse_args()
-    model = model_name(args)
+    model = args.model_name
     output = Path(args.output) if args.output else default_output(args.split, model)
     if args.report_only:
         print(report.render(read_results(output)))
