@@ -27,7 +27,7 @@ PYTEST_ARGS ?=
 
 .PHONY: help install models run run-no-ingest test test-unit test-service test-integration test-observability test-browser \
         bench bench-retrieval bench-models protos check settings-docs deploy-files lint format clean \
-        up down test-deploy bench-reliability bench-balancing bench-compare bench-quality bench-conversations
+        up down test-deploy bench-reliability bench-balancing bench-compare bench-quality bench-userqa bench-conversations
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -87,7 +87,7 @@ up:  ## the production topology on this host with Docker (deploy/docker-compose.
 down:  ## stop the compose stack (the data stays in its volumes)
 	cd deploy && docker compose down
 
-bench: bench-retrieval bench-models bench-reliability bench-balancing bench-compare bench-quality bench-conversations  ## every benchmark; results in bench/results/ and docs/benchmarks.md
+bench: bench-retrieval bench-models bench-reliability bench-balancing bench-compare bench-quality bench-userqa bench-conversations  ## every benchmark; results in bench/results/ and docs/benchmarks.md
 
 bench-retrieval: $(STAMP)  ## SciFact nDCG/recall per mode, ingest throughput, search latency (writes bench/results/)
 	$(PY) -m bench.retrieval $(BENCH_ARGS)
@@ -122,6 +122,12 @@ QUALITY_ARGS ?=
 bench-quality: models  ## answer accuracy: ragloop, single-shot, plain RAG, LangGraph baseline on SQuAD 2.0 and PubMedQA (writes bench/results/quality.json)
 	$(UV) sync --frozen --all-packages --group bench
 	$(PY) -m bench.quality $(QUALITY_ARGS)
+
+USERQA_ARGS ?=
+
+bench-userqa: models  ## user-shaped questions (shared/data/userqa) scored by `ragloop eval`: ragloop, single-shot, plain RAG (writes userqa_* into bench/results/quality.json)
+	$(UV) sync --frozen --all-packages --group bench
+	$(PY) -m bench.userqa $(USERQA_ARGS)
 
 protos: $(STAMP)  ## regenerate ragloop.v1 stubs from protos/
 	$(PY) -m ragloop.core.protogen libs/core/src

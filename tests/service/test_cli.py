@@ -6,12 +6,13 @@ event loop keeps serving gRPC."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, HTTPException, Request
 
 from ragloop.cli.main import main
 from ragloop.local.processes import free_port
@@ -257,3 +258,104 @@ async def test_ask_prints_the_answer_its_sources_and_the_decision_path(
     assert trace[3].startswith("│   └── grade: 1 of 1 passed (pass rate 100%) · ")
     assert trace[4].startswith("└── generate: from 1 passage: 1 citation, grounded · ")
     assert "decision path: retrieve → grade → generate" in trace
+
+
+def _question_file(path: Path, *questions: dict[str, object]) -> Path:
+    path.write_text("".join(json.dumps(q) + "\n" for q in questions))
+    return path
+
+
+def test_eval_sends_each_question_with_its_history_and_scores_the_answers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bodies: list[dict[str, object]] = []
+    app = FastAPI()
+
+    @app.post("/v1/query")
+    async def query(request: Request) -> dict[str, object]:
+        body = await request.json()
+        bodies.append(body)
+        if body["query"] == "Fails?":
+            raise HTTPException(503, "generator unavailable")
+        answer = "Cats sleep sixteen hours [1]." if body.get("history") else "No idea."
+        return {"answer": answer, "citations": [{}], "query": {"rewrite_count": 1}}
+
+    history = [
+        {"role": "user", "content": "Tell me about cats."},
+        {"role": "assistant", "content": "Cats nap."},
+    ]
+    questions = _question_file(
+        tmp_path / "q.jsonl",
+        {
+            "id": "a",
+            "question": "And how long?",
+            "kind": "follow-up",
+            "must_include": [["sixteen", "16"]],
+            "history": history,
+        },
+        {"id": "b", "question": "What do dogs eat?", "kind": "what", "must_include": [["meat"]]},
+        {"id": "c", "question": "Fails?", "kind": "what", "must_include": [["x"]]},
+    )
+    output = tmp_path / "out" / "eval.json"
+    with serving_http(app) as url:
+        argv = ["--url", url, "eval", str(questions), "--collection", "kb", "--max-rewrites", "0"]
+        assert main([*argv, "--output", str(output)]) == 0
+    assert bodies[0] == {
+        "query": "And how long?",
+        "max_rewrite_attempts": 0,
+        "collection": "kb",
+        "history": history,
+    }
+    assert "history" not in bodies[1]
+    captured = capsys.readouterr()
+    assert "[1/3] a (follow-up): right" in captured.err
+    assert "[3/3] c (what): missing" in captured.err and "generator unavailable" in captured.err
+    assert "score +0.000 (right 0.333, wrong 0.333)" in captured.out
+    written = json.loads(output.read_text())
+    assert written["summary"]["all"]["errors"] == 1
+    assert [r["verdict"] for r in written["records"]] == ["right", "wrong", "missing"]
+
+
+def test_eval_names_the_line_of_a_malformed_question_and_asks_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    questions = tmp_path / "q.jsonl"
+    questions.write_text('{"id": "a", "question": "Why?", "must_include": [["x"]]}\n{"id": "b"}\n')
+    assert main(["--url", "http://127.0.0.1:9", "eval", str(questions)]) == 2
+    assert f"error: {questions}:2: question must be a non-empty string" in capsys.readouterr().err
+
+
+async def test_eval_scores_the_real_stack(
+    tmp_path: Path,
+    notes: Path,
+    llama_url: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(outside(notes))
+    questions = _question_file(
+        tmp_path / "q.jsonl",
+        {
+            "id": "cats",
+            "question": "How many hours a day do cats sleep?",
+            "kind": "what",
+            "must_include": [["sixteen", "16"]],
+        },
+        {
+            "id": "tax",
+            "question": "What is the corporate tax rate in Peru?",
+            "kind": "out-of-scope",
+            "answerable": False,
+            "must_include": [],
+        },
+    )
+    async with rest_over_grpc(str(tmp_path / "milvus.db"), llama_url=llama_url) as url:
+        await ragloop(capsys, "--url", url, "ingest", str(notes), "-q")
+        evaluated = await ragloop(
+            capsys, "--url", url, "eval", str(questions), "--output", str(tmp_path / "e.json")
+        )
+    assert evaluated.code == 0, evaluated.err
+    records = {r["id"]: r for r in json.loads((tmp_path / "e.json").read_text())["records"]}
+    assert records["cats"]["verdict"] == "right", records["cats"]
+    assert records["tax"]["verdict"] == "right", records["tax"]  # refused: the notes are silent
+    assert "score +1.000 (right 1.000, wrong 0.000)" in evaluated.out

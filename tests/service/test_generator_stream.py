@@ -14,11 +14,11 @@ import threading
 import grpc
 import pytest
 
+from ragloop.core.answers import without_markers as plain_text
 from ragloop.core.domain import Answer, AnswerDelta
 from ragloop.core.errors import DependencyTimeout, InvalidInput
 from ragloop.core.grpc import convert
 from ragloop.generator.__main__ import build_spec
-from ragloop.generator.citations import plain_text
 from ragloop.generator.prompts import INSTRUCTIONS_LABEL
 from ragloop.generator.settings import GeneratorSettings
 from ragloop.local.processes import free_port

@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
+from ragloop.core.answers import without_markers as plain_text
 from ragloop.core.domain import Document, Grade, GradingResult
 from ragloop.generator.__main__ import build_spec as real_generator_spec
-from ragloop.generator.citations import plain_text
 from ragloop.generator.settings import GeneratorSettings
 from ragloop.retriever.__main__ import build_spec as real_retriever_spec
 from ragloop.retriever.settings import RetrieverSettings

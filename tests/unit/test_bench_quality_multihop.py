@@ -19,8 +19,8 @@ from bench.answers.runs import RoundInfo
 from bench.answers.squad import SPLIT_ARTICLES, paragraph_source
 from bench.answers.summary import quality_figures
 from bench.common import SHARED_DATA
+from ragloop.core.answers import NO_ANSWER
 from ragloop.core.leads import question_choices
-from ragloop.generator.prompts import NO_ANSWER
 from tests.unit.test_bench_quality_runs import quality_run
 from tests.unit.test_bench_quality_split import squad_json
 

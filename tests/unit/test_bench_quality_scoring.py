@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bench.answers.scoring import holds_answer, is_refusal, mcnemar_p, normalise, squad_correct
-from ragloop.generator.prompts import NO_ANSWER
+from ragloop.core.answers import NO_ANSWER
 
 
 def test_normalisation_is_squads() -> None:

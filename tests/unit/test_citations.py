@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from ragloop.core.answers import cut_off_sentences, repeated_sentences
 from ragloop.core.domain import Citation, Document
 from ragloop.generator.citations import best_quote, compose_answer
 from ragloop.generator.draft import AnswerSentence, DraftAnswer
+from ragloop.generator.prompts import MAX_SENTENCE_CHARS
 
 DOCS = [
     Document(
@@ -96,3 +98,40 @@ def test_quote_of_a_passage_without_sentence_breaks_is_the_passage() -> None:
 
 def test_quote_ties_go_to_the_first_sentence() -> None:
     assert best_quote("Alpha one. Beta two.", "unrelated claim") == "Alpha one."
+
+
+def test_a_sentence_said_twice_is_said_once_citing_both_passages() -> None:
+    checked = compose_answer(
+        draft(
+            (1, "Milvus is a vector database."),
+            (2, "Ollama runs models locally."),
+            (2, "milvus is a vector database!"),
+        ),
+        DOCS,
+    )
+    assert checked.text == "Milvus is a vector database. [1] [2] Ollama runs models locally. [2]"
+    assert repeated_sentences(checked.text) == []
+
+
+def test_a_sentence_inside_a_longer_one_is_said_the_longer_way() -> None:
+    checked = compose_answer(
+        draft(
+            (1, "Milvus supports approximate nearest neighbour search."),
+            (1, "Milvus supports approximate nearest neighbour search with HNSW indexes."),
+            (1, "It is."),  # too short to count as a repeat of anything
+        ),
+        DOCS,
+    )
+    assert checked.text == (
+        "Milvus supports approximate nearest neighbour search with HNSW indexes. [1] It is. [1]"
+    )
+
+
+def test_a_sentence_cut_at_the_length_cap_ends_where_it_was_finished() -> None:
+    cut = "Milvus is a vector database. It supports search " + "and more " * 60 + "enab"
+    capped = cut[:MAX_SENTENCE_CHARS]
+    text = compose_answer(draft((1, capped)), DOCS).text
+    assert text == "Milvus is a vector database. [1]"
+    words = ("word " * 100)[:MAX_SENTENCE_CHARS]
+    assert compose_answer(draft((1, words)), DOCS).text.endswith("word. [1]")
+    assert cut_off_sentences(compose_answer(draft((1, words)), DOCS).text) == []

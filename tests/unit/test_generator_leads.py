@@ -73,6 +73,18 @@ def test_the_candidates_a_question_names(question: str, choices: tuple[str, ...]
         ("Who signed it, and is it valid?", False),
         ("Island names of Normandy?", False),  # "Is" only as part of a word
         ("", False),
+        # Requests ask for an explanation, not whether the listener can give one.
+        ("Can you explain how the grader decides whether a passage passes?", False),
+        ("Could you summarise what docs/security.md says about API keys?", False),
+        ("Could you please describe the storage layout?", False),
+        ("Will you list the stages?", False),
+        ("Would you walk me through a rollout?", False),
+        ("Can you tell me what the for: field does?", False),
+        # Genuine yes/no questions that begin the same way.
+        ("Can I write arithmetic inside a range selector?", True),
+        ("Can you run Prometheus without a disk?", True),
+        ("Could the grader pass a passage twice?", True),
+        ("Do you need to restart after changing rules?", True),
     ],
 )
 def test_a_question_that_asks_yes_or_no(question: str, yes_no: bool) -> None:

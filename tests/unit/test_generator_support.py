@@ -9,8 +9,8 @@ import math
 
 import pytest
 
+from ragloop.core.answers import NO_ANSWER
 from ragloop.core.domain import Answer, AnswerDelta, Citation
-from ragloop.generator.prompts import NO_ANSWER
 from ragloop.generator.stage import ModelGenerator
 from ragloop.generator.support import cited_documents
 from tests.unit.fakes import UNCHECKED, ScriptedChatModel, doc

@@ -7,6 +7,7 @@ from collections.abc import AsyncGenerator
 
 import pytest
 
+from ragloop.core.answers import NO_ANSWER
 from ragloop.core.domain import (
     Answer,
     AnswerDelta,
@@ -301,7 +302,7 @@ async def test_max_attempts_zero_never_rewrites() -> None:
     assert generator.document_ids == ["a"]
 
 
-async def test_max_attempts_with_nothing_ever_passed_generates_from_no_documents() -> None:
+async def test_max_attempts_with_nothing_ever_passed_refuses_without_the_generator() -> None:
     retriever = ScriptedRetriever({"q": [doc("a")], "q2": [doc("b"), doc("c")]})
     grader = DictGrader({})  # everything fails
     generator = EchoGenerator()
@@ -311,7 +312,8 @@ async def test_max_attempts_with_nothing_ever_passed_generates_from_no_documents
     )
 
     assert result.outcome is Outcome.MAX_ATTEMPTS
-    assert generator.document_ids == []
+    assert generator.calls == []  # the refusal is the loop's own
+    assert result.answer.text == NO_ANSWER
     assert result.generation_documents == []
     assert result.answer.grounded is False
     assert result.trace.decision_path == ONE_REWRITE_PATH
@@ -467,7 +469,8 @@ async def test_zero_documents_pass_when_threshold_is_zero() -> None:
     assert result.outcome is Outcome.PASSED
     assert grader.calls == []
     assert rewriter.calls == []
-    assert generator.document_ids == []
+    assert generator.calls == []
+    assert result.answer.text == NO_ANSWER
     assert result.trace.decision_path == ["retrieve", "grade", "generate"]
 
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from ragloop.core.answers import NO_ANSWER
 from ragloop.core.domain import Answer, AnswerDelta, Citation, Document
 from ragloop.core.stages import LoopStages
 from ragloop.orchestrator.loop.corrective import CorrectiveLoop, LoopPolicy, Outcome
@@ -17,7 +18,7 @@ from tests.unit.fakes import DictGrader, EventRecorder, ScriptedRetriever, Scrip
 QUESTION = "Who founded the company that built the engine, and when?"
 PASS = (True, 0.9)
 FAIL = (False, 0.1)
-REFUSAL = "The sources do not contain the answer to this question."
+REFUSAL = NO_ANSWER
 
 
 class AnswersWhenGiven:
@@ -249,7 +250,7 @@ async def test_below_the_answer_floor_the_round_is_unanswered_and_rewritten() ->
     )
 
     # Round 1's generate node refused without a passage (and so without a model call).
-    assert generator.calls == [[], ["founder", "engine"]]
+    assert generator.calls == [["founder", "engine"]]  # the floor's refusal is the loop's own
     assert result.trace.decision_path[:4] == ["retrieve", "grade", "generate", "rewrite"]
     first = next(n for n in result.trace.node_executions if n.node == "generate")
     assert first.details["documents"] == 0 and first.details["best_confidence"] == 0.55
@@ -265,7 +266,7 @@ async def test_single_shot_below_the_floor_refuses_honestly() -> None:
         QUESTION, policy(answer_min_confidence=0.6, max_rewrite_attempts=0)
     )
 
-    assert generator.calls == [[]] and result.answer.text == REFUSAL
+    assert generator.calls == [] and result.answer.text == REFUSAL
     assert result.generation_documents == []  # the generator was given nothing
 
 
@@ -333,7 +334,7 @@ async def test_without_a_decision_nothing_passed_is_refused_without_the_generato
         QUESTION, policy(max_rewrite_attempts=1, answer_instructions="Answer in French.")
     )
 
-    assert generator.calls == [[]] and result.answer.text == REFUSAL
+    assert generator.calls == [] and result.answer.text == REFUSAL
 
 
 async def test_a_filled_context_gives_the_generator_the_failed_passages_after_the_passed() -> None:
@@ -380,4 +381,4 @@ async def test_nothing_passed_is_still_refused_with_a_filled_context() -> None:
         LoopStages(retriever, grader, ScriptedRewriter([]), generator)
     ).run(QUESTION, policy(max_rewrite_attempts=0, fill_generation_context=True))
 
-    assert generator.calls == [[]] and result.answer.text == REFUSAL
+    assert generator.calls == [] and result.answer.text == REFUSAL

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from ragloop.core.answers import NO_ANSWER
 from ragloop.core.domain import (
     Citation,
     Document,
@@ -17,7 +18,7 @@ from ragloop.core.domain import (
 )
 from ragloop.core.errors import InvalidInput
 from ragloop.core.models.structured import REPAIR_PROMPT
-from ragloop.generator.prompts import ANSWER_SCHEMA, NO_ANSWER
+from ragloop.generator.prompts import ANSWER_SCHEMA
 from ragloop.generator.stage import AnswerFormat, ModelGenerator
 from ragloop.grader.__main__ import build_grader
 from ragloop.grader.prompts import GRADE_SCHEMA, GRADE_SCHEMA_WITH_REASONING

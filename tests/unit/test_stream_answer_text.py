@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from ragloop.core.answers import without_markers as plain_text
 from ragloop.generator.answer_stream import AnswerTextStream
-from ragloop.generator.citations import compose_answer, plain_text
+from ragloop.generator.citations import compose_answer
 from ragloop.generator.draft import parse_draft
 from ragloop.generator.incremental_json import JsonStringReader, StringPiece
 from tests.unit.fakes import doc

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
+from ragloop.core.answers import NO_ANSWER
+from ragloop.core.answers import without_markers as plain_text
 from ragloop.core.domain import Answer, AnswerDelta, Document
 from ragloop.core.errors import InvalidInput
-from ragloop.generator.citations import plain_text
-from ragloop.generator.prompts import NO_ANSWER
 from ragloop.generator.stage import AnswerFormat, ModelGenerator
 from tests.unit.fakes import UNCHECKED, ScriptedChatModel, doc
 

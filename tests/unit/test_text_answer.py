@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from ragloop.core.answers import NO_ANSWER
+from ragloop.core.answers import without_markers as plain_text
 from ragloop.core.domain import Answer, AnswerDelta
-from ragloop.generator.citations import plain_text
-from ragloop.generator.prompts import NO_ANSWER
 from ragloop.generator.stage import AnswerFormat, ModelGenerator
 from ragloop.generator.text_answer import TEXT_SYSTEM, parse_text_answer
 from tests.unit.fakes import UNCHECKED, ScriptedChatModel, doc

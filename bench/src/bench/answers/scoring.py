@@ -14,34 +14,10 @@ import re
 import string
 from collections.abc import Iterable
 
-from ragloop.generator.citations import plain_text
-from ragloop.generator.prompts import NO_ANSWER
+from ragloop.core.answers import is_refusal, without_markers
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
-
-# What a passage is called in a refusal ("the sources do not contain …", "the provided text does
-# not say …"). The verbs alone would make factual answers refusals ("Ctenophores do not contain
-# nematocysts"); "article" and "text" are left out for the same reason ("Article 102 does not
-# mention …", from the European Union law questions).
-_SOURCE_WORDS = r"(?:sources?|context|passages?|documents?|information|provided)"
-_NEGATED = r"(?:do|does|did)(?: not|n't)"
-_REFUSALS = re.compile(
-    "|".join(
-        [
-            rf"\b{_SOURCE_WORDS}\b[^.]{{0,60}}?\b{_NEGATED} "
-            r"(?:contain|hold|include|provide|mention|say|state|specify|answer)\b",
-            r"\bno answer\b",
-            r"\b(?:not (?:enough|sufficient)|insufficient) information\b",
-            r"\b(?:cannot|can ?not|can't) answer\b",
-            r"\bi (?:don't|do not) know\b",
-            # "unable to" alone is a fact as often as a refusal ("they were unable to return").
-            r"\bunable to (?:answer|find|determine|provide|locate|identify|say|tell)\b",
-            r"\bnot mentioned\b",
-            r"\bno information\b",
-        ]
-    )
-)
 
 
 def normalise(text: str) -> str:
@@ -53,7 +29,7 @@ def normalise(text: str) -> str:
 def _first_position(text: str, names: Iterable[str]) -> int | None:
     """Where the first of ``names``, normalised, stands in ``text`` normalised (on word
     boundaries); None when none does."""
-    padded = f" {normalise(plain_text(text))} "
+    padded = f" {normalise(without_markers(text))} "
     found = [padded.find(f" {name} ") for name in map(normalise, names) if name]
     return min((at for at in found if at >= 0), default=None)
 
@@ -61,12 +37,6 @@ def _first_position(text: str, names: Iterable[str]) -> int | None:
 def holds_answer(text: str, answers: Iterable[str]) -> bool:
     """Some gold answer, normalised, stands in ``text`` normalised (on word boundaries)."""
     return _first_position(text, answers) is not None
-
-
-def is_refusal(answer: str) -> bool:
-    """The answer says the sources do not hold the answer (or is empty)."""
-    text = " ".join(answer.replace("\u2019", "'").split()).lower()
-    return not text or NO_ANSWER.lower() in text or _REFUSALS.search(text) is not None
 
 
 def squad_correct(

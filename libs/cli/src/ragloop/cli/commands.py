@@ -10,6 +10,7 @@ from typing import Any
 
 from ragloop.cli.client import DEFAULT_URL, Api
 from ragloop.cli.errors import CliError, UsageError
+from ragloop.cli.evaluation.command import run_eval
 from ragloop.cli.files import plan_ingest
 from ragloop.cli.ingest import show_progress, upload_all
 from ragloop.cli.render import (
@@ -58,6 +59,11 @@ def ask(args: argparse.Namespace) -> int:
         print()
         print(render_trace(response))
     return 0
+
+
+def evaluate(args: argparse.Namespace) -> int:
+    with connect(args) as api:
+        return run_eval(args, api)
 
 
 def ingest(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ from ragloop.core.file_types import SUFFIX_LIST
 EXAMPLES = """examples:
   ragloop ingest docs/ notes.pdf --collection kb
   ragloop ask "Who owns the Milvus Lite data directory?" --trace
+  ragloop eval questions.jsonl --collection kb --output eval.json
   ragloop collections
   ragloop delete docs/storage.md
   ragloop serve
@@ -105,6 +106,40 @@ def _add_ask(commands_: argparse._SubParsersAction, connection: argparse.Argumen
     output.add_argument("--trace", action="store_true", help="also print the decision path")
     output.add_argument("--json", action="store_true", help="print the raw JSON response")
     parser.set_defaults(handler=commands.ask)
+
+
+def _add_eval(commands_: argparse._SubParsersAction, connection: argparse.ArgumentParser) -> None:
+    parser = commands_.add_parser(
+        "eval",
+        parents=[connection],
+        help="score ragloop's answers to a file of questions (right +1, refused 0, wrong -1)",
+        description="Ask every question of a JSON-lines question file and score each answer: "
+        "right (it holds every must_include group; a yes-no answer also begins with the right "
+        "word; an unanswerable question refused), missing (an answerable question refused) or "
+        "wrong. Prints right, wrong, missing, the score (right - wrong, over the questions), "
+        "refusals, spurious yes/no leads, repeated and cut-off sentences and p50 seconds by "
+        "kind of question. The file's format: docs/evaluation.md.",
+    )
+    parser.add_argument("questions", type=Path, metavar="QUESTIONS.jsonl")
+    parser.add_argument("--collection", help="knowledge base asked (default: the server's)")
+    parser.add_argument("--tenant", help="tenant whose documents are searched")
+    parser.add_argument(
+        "--max-rewrites", type=int, help="query rewrites allowed (0-5; 0: a single round)"
+    )
+    parser.add_argument("--kinds", type=_names, help="only these kinds, comma-separated")
+    parser.add_argument("--limit", type=int, default=0, help="only the first N questions")
+    parser.add_argument(
+        "--output", type=Path, metavar="FILE", help="write every answer and figure as JSON"
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="no line per question")
+    parser.set_defaults(handler=commands.evaluate)
+
+
+def _names(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("name at least one kind")
+    return names
 
 
 def _add_ingest(commands_: argparse._SubParsersAction, connection: argparse.ArgumentParser) -> None:
@@ -201,6 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     connection = _connection_options(suppress=True)
     _add_ask(subcommands, connection)
     _add_ingest(subcommands, connection)
+    _add_eval(subcommands, connection)
     _add_collections(subcommands, connection)
     _add_delete(subcommands, connection)
     _add_serve(subcommands)

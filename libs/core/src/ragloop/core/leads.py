@@ -79,15 +79,30 @@ _AUXILIARY = re.compile(
     re.IGNORECASE,
 )
 _OR = re.compile(r"\bor\b", re.IGNORECASE)
+# "Can you explain …", "Could you please describe …", "Would you walk me through …": a polite
+# request for an answer, not a question whether the listener can.
+_REQUEST = re.compile(
+    r"^(?:can|could|will|would)\s+you\s+(?:please\s+)?(?:briefly\s+)?(?:explain|describe|tell|"
+    r"summari[sz]e|list|show|give|walk|outline|clarify|elaborate|provide|detail|compare|help|"
+    r"point|define|say|name|share|recommend|suggest|expand|talk|break\s+down|go\s+(?:over|"
+    r"through)|run\s+through|spell\s+out)\b",
+    re.IGNORECASE,
+)
 YES_NO = ("yes", "no")
+
+
+def is_request(question: str) -> bool:
+    """Whether the question is a polite request for an explanation, a list or a summary ("Can
+    you explain …", "Could you summarise …", "Will you list …") rather than a question."""
+    return bool(_REQUEST.match(" ".join(question.split())))
 
 
 def asks_yes_or_no(question: str) -> bool:
     """Whether the question asks yes or no ("Were Scott Derrickson and Ed Wood of the same
-    nationality?"): it begins with an auxiliary verb and names no alternatives ("Is it abstract
-    or concrete?" asks which)."""
+    nationality?"): it begins with an auxiliary verb, is not a request ("Can you explain …?"),
+    and names no alternatives ("Is it abstract or concrete?" asks which)."""
     text = " ".join(question.split())
-    return bool(_AUXILIARY.match(text)) and not _OR.search(text)
+    return bool(_AUXILIARY.match(text)) and not is_request(text) and not _OR.search(text)
 
 
 @dataclass(frozen=True)

@@ -11,18 +11,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ragloop.core.answers import finished_sentence, sentence_key
 from ragloop.core.domain import Citation, Document
 from ragloop.core.text import content_words, split_sentences
 from ragloop.generator.draft import DraftAnswer
 from ragloop.generator.leads import with_lead
+from ragloop.generator.prompts import MAX_SENTENCE_CHARS
 
 _MARKER = re.compile(r"\s*\[(\d+)\]")
-
-
-def plain_text(answer: str) -> str:
-    """The answer without citation markers and with white space collapsed: what a streamed
-    answer's text and the final answer's text are compared by."""
-    return " ".join(_MARKER.sub("", answer).split())
 
 
 def best_quote(passage: str, claim: str) -> str:
@@ -41,20 +37,40 @@ class CheckedAnswer:
     hallucination_risk: float = 0.0
 
 
+# A sentence inside another says it again only with this many words: "It is" is no repeat.
+MIN_REPEATED_WORDS = 4
+
+
+def _says_again(key: str, earlier: str) -> bool:
+    """Whether a sentence (by ``sentence_key``) says what an earlier one said, or the one says
+    all of the other."""
+    shorter, longer = sorted((key, earlier), key=len)
+    return shorter == longer or (
+        len(shorter.split()) >= MIN_REPEATED_WORDS and f" {shorter} " in f" {longer} "
+    )
+
+
+@dataclass
+class _Said:
+    key: str  # ragloop.core.answers.sentence_key
+    text: str
+    cited: list[int]
+
+
 def compose_answer(
     draft: DraftAnswer, documents: list[Document], lead_choices: tuple[str, ...] = ()
 ) -> CheckedAnswer:
     """Join the sentences, each followed by its valid citation markers; keep one citation per
     cited passage, in order of first use, quoting the passage sentence closest to its claims. The
     text begins with the draft's lead, where it has one (among ``lead_choices``)."""
-    parts: list[str] = []
+    said: list[_Said] = []
     claims: dict[int, list[str]] = {}
     removed: list[int] = []
     uncited = 0
     for sentence in draft.sentences:
         named = [] if sentence.source is None else [sentence.source]
         numbers = [*named, *(int(n) for n in _MARKER.findall(sentence.text))]
-        text = _MARKER.sub("", sentence.text).strip()
+        text = finished_sentence(_MARKER.sub("", sentence.text), MAX_SENTENCE_CHARS)
         valid: list[int] = []
         for number in numbers:
             if 1 <= number <= len(documents):
@@ -66,8 +82,16 @@ def compose_answer(
             continue
         for number in valid:
             claims.setdefault(number, []).append(text)
-        uncited += not valid
-        parts.append(" ".join([text, *(f"[{n}]" for n in valid)]))
+        key = sentence_key(text)
+        earlier = next((s for s in said if _says_again(key, s.key)), None)
+        if earlier is None:
+            uncited += not valid
+            said.append(_Said(key, text, valid))
+        else:  # said already, or in part: said once, the longer way, citing every passage
+            if len(key) > len(earlier.key):
+                earlier.key, earlier.text = key, text
+            earlier.cited += [n for n in valid if n not in earlier.cited]
+    parts = [" ".join([s.text, *(f"[{n}]" for n in s.cited)]) for s in said]
     citations = []
     for number, texts in claims.items():
         doc = documents[number - 1]

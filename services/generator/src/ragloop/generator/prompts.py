@@ -15,7 +15,6 @@ from ragloop.core.models import ChatMessage
 # generate-v11: the line of a question that asks yes or no (decision 0016). The prompt of any
 # other question is generate-v7's.
 PROMPT_VERSION = "generate-v11"
-NO_ANSWER = "The sources do not contain the answer to this question."
 
 
 def unstated_decision(lead: str) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from ragloop.core.answers import NO_ANSWER, without_markers
 from ragloop.core.domain import Answer, AnswerDelta, Document, ModelUsage
 from ragloop.core.leads import Decision, requested_decision
 from ragloop.core.models import ChatMessage, ChatModel, ChatReply
@@ -31,7 +32,7 @@ from ragloop.core.validation import (
     required_text,
 )
 from ragloop.generator.answer_stream import AnswerTextStream
-from ragloop.generator.citations import compose_answer, plain_text
+from ragloop.generator.citations import compose_answer
 from ragloop.generator.dated_choice import dated_choice
 from ragloop.generator.draft import DraftAnswer, parse_draft
 from ragloop.generator.leads import (
@@ -42,7 +43,6 @@ from ragloop.generator.leads import (
     chosen_lead,
 )
 from ragloop.generator.prompts import (
-    NO_ANSWER,
     answer_match_messages,
     answer_schema,
     generate_messages,
@@ -150,8 +150,8 @@ class ModelGenerator:
         them, then the ``Answer`` that ``generate`` returns.
 
         Joined since the last delta with ``restart``, the deltas' texts equal the answer's text
-        by ``plain_text``. Where the streamed text turns out not to be the answer — a reply that
-        had to be repaired streams again, a refusal replaces what was written — a delta with
+        by ``without_markers``. Where the streamed text turns out not to be the answer — a reply
+        that had to be repaired streams again, a refusal replaces what was written — a delta with
         ``restart`` says so before the new text.
         """
         question, instructions = self._checked(question, documents, instructions)
@@ -180,7 +180,7 @@ class ModelGenerator:
                 documents,
                 lead,
             )
-            if plain_text(shown) != plain_text(answer.text):
+            if without_markers(shown) != without_markers(answer.text):
                 yield AnswerDelta(answer.text, restart=bool(shown))
             yield answer
             return
@@ -208,7 +208,7 @@ class ModelGenerator:
         answer = await self._checked_answer(
             question, self._answer(question, reply, documents, lead), documents, lead
         )
-        if plain_text(shown) != plain_text(answer.text):
+        if without_markers(shown) != without_markers(answer.text):
             yield AnswerDelta(answer.text, restart=bool(shown))
         yield answer
 
@@ -277,7 +277,7 @@ class ModelGenerator:
         cited = cited_documents(answer, documents)
         if lead.choices or not cited:
             return answer
-        text, usage = plain_text(answer.text), answer.usage
+        text, usage = without_markers(answer.text), answer.usage
         match = support = None
         if self._answer_match_threshold > 0:
             # Its threshold sits far below one half, so a sampled "no" says nothing of it.

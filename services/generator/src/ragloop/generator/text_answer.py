@@ -3,12 +3,12 @@ afterwards into the same checked answer the JSON format gives (see docs/decision
 
 from __future__ import annotations
 
+from ragloop.core.answers import NO_ANSWER
 from ragloop.core.domain import Document
 from ragloop.core.models import ChatMessage
 from ragloop.core.text import split_sentences
 from ragloop.generator.draft import AnswerSentence, DraftAnswer
 from ragloop.generator.prompts import (
-    NO_ANSWER,
     choice_line,
     decision_line,
     instructions_line,

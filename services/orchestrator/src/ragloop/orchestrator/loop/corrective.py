@@ -28,6 +28,7 @@ from enum import StrEnum
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ragloop.core import context, tracing
+from ragloop.core.answers import NO_ANSWER
 from ragloop.core.domain import (
     Answer,
     AnswerDelta,
@@ -502,7 +503,7 @@ class _Run:
 
         best = self._best_confidence()
         if best < self.policy.answer_min_confidence and not self.decision_required:
-            documents = []  # the generator's honest refusal, without a model call
+            documents = []  # the honest refusal
         self.handed = documents
 
         shown: dict[str, Any] = (
@@ -521,6 +522,8 @@ class _Run:
             )
 
         async def generate() -> Answer:
+            if not documents:  # the refusal is the loop's own: no stage call to write it
+                return await self._announce(Answer(NO_ANSWER, [], grounded=False))
             answer = await self._generate(documents)
             if refused is None or not self._falls_short_after_refusal(answer):
                 return answer

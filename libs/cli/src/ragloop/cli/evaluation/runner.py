@@ -1,0 +1,110 @@
+"""Runs each question of a file through an answerer and scores the answer. The answerer is
+ragloop's REST API for `ragloop eval`; a benchmark may pass another system to compare."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from ragloop.cli.client import Api
+from ragloop.cli.evaluation.questions import EvalQuestion
+from ragloop.cli.evaluation.scoring import Scored, Verdict, score
+
+
+@dataclass(frozen=True)
+class EvalAnswer:
+    """What a system said, and what it took."""
+
+    text: str
+    seconds: float
+    citations: int = 0
+    rewrites: int = 0
+    model_calls: int = 0
+    decision_path: tuple[str, ...] = ()
+
+
+class Answerer(Protocol):
+    def answer(self, question: EvalQuestion) -> EvalAnswer: ...
+
+
+@dataclass(frozen=True)
+class EvalRecord:
+    """One question's answer and its score; ``error`` when the system failed to answer (the
+    question counts as missing: no answer was given)."""
+
+    question: EvalQuestion
+    answer: EvalAnswer
+    scored: Scored
+    error: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.question.id,
+            "kind": self.question.kind,
+            "question": self.question.question,
+            "answerable": self.question.answerable,
+            "verdict": self.scored.verdict.value,
+            "refused": self.scored.refused,
+            "unmatched": [list(group) for group in self.scored.unmatched],
+            "spurious_lead": self.scored.spurious_lead,
+            "repeated": list(self.scored.repeated),
+            "cut_off": list(self.scored.cut_off),
+            "answer": asdict(self.answer),
+            "error": self.error,
+        }
+
+
+@dataclass
+class RestAnswerer:
+    """ragloop over REST (``POST /v1/query``): the question, its history, the collection, and
+    ``options`` (any of the request's policy fields, e.g. ``max_rewrite_attempts``)."""
+
+    api: Api
+    collection: str = ""
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def answer(self, question: EvalQuestion) -> EvalAnswer:
+        body: dict[str, Any] = {"query": question.question, **self.options}
+        if self.collection:
+            body["collection"] = self.collection
+        if question.history:
+            body["history"] = [{"role": r, "content": c} for r, c in question.history]
+        clock = time.perf_counter()
+        response = self.api.query(body)
+        seconds = time.perf_counter() - clock
+        workflow = response.get("workflow", {})
+        return EvalAnswer(
+            text=response["answer"],
+            seconds=round(seconds, 3),
+            citations=len(response.get("citations", [])),
+            rewrites=response.get("query", {}).get("rewrite_count", 0),
+            model_calls=workflow.get("usage", {}).get("model_calls", 0),
+            decision_path=tuple(workflow.get("decision_path", [])),
+        )
+
+
+def evaluate(
+    questions: Iterable[EvalQuestion],
+    answerer: Answerer,
+    *,
+    failure: Callable[[Exception], str | None] = lambda exc: None,
+) -> Iterator[EvalRecord]:
+    """Each question answered and scored, as it ends. An exception ``failure`` names (returns a
+    message for) is recorded as that question's error and the run goes on; any other ends it."""
+    for question in questions:
+        clock = time.perf_counter()
+        try:
+            answer = answerer.answer(question)
+            error = ""
+        except Exception as exc:
+            message = failure(exc)
+            if message is None:
+                raise
+            answer = EvalAnswer("", round(time.perf_counter() - clock, 3))
+            error = message
+        scored = score(question, answer.text)
+        if error:  # no answer is a missing one, never a right refusal
+            scored = Scored(Verdict.MISSING, False, question.must_include, False, (), ())
+        yield EvalRecord(question, answer, scored, error)

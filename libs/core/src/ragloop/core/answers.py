@@ -1,0 +1,108 @@
+"""What an answer's text is made of, for every part that writes or reads one: the refusal
+sentence, citation markers, and the checks of an answer's form (a refusal, a sentence said twice,
+a lead word on a question that does not ask for one, a sentence cut off)."""
+
+from __future__ import annotations
+
+import re
+
+from ragloop.core.text import split_sentences
+
+NO_ANSWER = "The sources do not contain the answer to this question."
+
+_MARKER = re.compile(r"\s*\[(\d+)\]")
+_MARKER_BEFORE_PUNCTUATION = re.compile(r"\s*\[\d+\](?=\s*[.!?;:,])")
+
+# What a passage is called in a refusal ("the sources do not contain …", "the provided text does
+# not say …"). The verbs alone would make factual answers refusals ("Ctenophores do not contain
+# nematocysts"); "article" and "text" are left out for the same reason ("Article 102 does not
+# mention …").
+_SOURCE_WORDS = r"(?:sources?|context|passages?|documents?|information|provided)"
+_NEGATED = r"(?:do|does|did)(?: not|n't)"
+_REFUSALS = re.compile(
+    "|".join(
+        [
+            rf"\b{_SOURCE_WORDS}\b[^.]{{0,60}}?\b{_NEGATED} "
+            r"(?:contain|hold|include|provide|mention|say|state|specify|answer)\b",
+            r"\bno answer\b",
+            r"\b(?:not (?:enough|sufficient)|insufficient) information\b",
+            r"\b(?:cannot|can ?not|can't) answer\b",
+            r"\bi (?:don't|do not) know\b",
+            # "unable to" alone is a fact as often as a refusal ("they were unable to return").
+            r"\bunable to (?:answer|find|determine|provide|locate|identify|say|tell)\b",
+            r"\bnot mentioned\b",
+            r"\bno information\b",
+        ]
+    )
+)
+LEAD_WORDS = ("yes", "no", "maybe")
+_LEAD = re.compile(r"^[\W_]*(yes|no|maybe)\b", re.IGNORECASE)
+# A sentence ends in one of these (before its citation markers); code or a path may end it too.
+_SENTENCE_CLOSE = tuple(".!?:;)\"'`”’*")
+
+
+def without_markers(answer: str) -> str:
+    """The answer without citation markers and with white space collapsed."""
+    return " ".join(_MARKER.sub("", answer).split())
+
+
+def is_refusal(answer: str) -> bool:
+    """The answer says the sources do not hold the answer (or is empty)."""
+    text = " ".join(answer.replace("\u2019", "'").split()).lower()
+    return not text or NO_ANSWER.lower() in text or _REFUSALS.search(text) is not None
+
+
+def lead_word(answer: str) -> str:
+    """The yes, no or maybe the answer begins with, lower case; "" for none."""
+    match = _LEAD.match(answer)
+    return match.group(1).lower() if match else ""
+
+
+def sentence_key(sentence: str) -> str:
+    """What two sentences that say the same are compared by: lower case, no punctuation."""
+    return " ".join(re.sub(r"[^\w\s]", " ", sentence.lower()).split())
+
+
+def repeated_sentences(answer: str) -> list[str]:
+    """The sentences the answer says more than once (compared without case, punctuation and
+    citation markers), each once, in order."""
+    seen: set[str] = set()
+    repeated: list[str] = []
+    for sentence in split_sentences(without_markers(answer)):
+        key = sentence_key(sentence)
+        if key in seen and sentence not in repeated:
+            repeated.append(sentence)
+        seen.add(key)
+    return repeated
+
+
+def ends_finished(sentence: str) -> bool:
+    """Whether the sentence ends in closing punctuation (or code, a quote, a bracket)."""
+    return sentence.rstrip().endswith(_SENTENCE_CLOSE)
+
+
+def finished_sentence(sentence: str, cap: int) -> str:
+    """A sentence written up to a length ``cap`` (the reply schema's), ended where it was
+    finished: at its last sentence end, else at its last whole word. Shorter ones unchanged."""
+    sentence = sentence.strip()
+    if len(sentence) < cap - 1 or ends_finished(sentence):
+        return sentence
+    ends = [m.end() for m in re.finditer(r"[.!?](?=\s)", sentence)]
+    if ends:
+        return sentence[: ends[-1]]
+    head = sentence.rsplit(" ", 1)[0].rstrip(",;:- ")
+    return head + "."
+
+
+def cut_off_sentences(answer: str) -> list[str]:
+    """The answer's sentences that stop without closing punctuation: written past a length cap,
+    ending in the middle of a word or a clause ("… while also enab [3]")."""
+    cut: list[str] = []
+    # A marker before punctuation belongs to its sentence ("… a claim [1]."); any other ends one
+    # ("First claim [1] Second claim [2]").
+    text = _MARKER_BEFORE_PUNCTUATION.sub("", answer)
+    for part in _MARKER.split(text)[::2]:
+        for sentence in split_sentences(part):
+            if sentence and not ends_finished(sentence):
+                cut.append(sentence)
+    return cut
