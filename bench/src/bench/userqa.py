@@ -102,6 +102,14 @@ class PlainAnswerer:
             citations=len(answer.citations),
             model_calls=answer.usage.calls,
             decision_path=("retrieve", "generate"),
+            checks={
+                name: value
+                for name, value in (
+                    ("support", answer.support),
+                    ("answer_match", answer.answer_match),
+                )
+                if value is not None
+            },
         )
 
     def answer(self, question: EvalQuestion) -> EvalAnswer:

@@ -12,6 +12,8 @@ from ragloop.cli.client import Api
 from ragloop.cli.evaluation.questions import EvalQuestion
 from ragloop.cli.evaluation.scoring import Scored, Verdict, score
 
+CHECKS = ("support", "answer_match")
+
 
 @dataclass(frozen=True)
 class EvalAnswer:
@@ -23,6 +25,9 @@ class EvalAnswer:
     rewrites: int = 0
     model_calls: int = 0
     decision_path: tuple[str, ...] = ()
+    outcome: str = ""  # why the loop stopped looking (workflow.outcome)
+    # The answer's own checks (support, answer_match): why an answer was refused, or kept.
+    checks: dict[str, float] = field(default_factory=dict)
 
 
 class Answerer(Protocol):
@@ -82,6 +87,8 @@ class RestAnswerer:
             rewrites=response.get("query", {}).get("rewrite_count", 0),
             model_calls=workflow.get("usage", {}).get("model_calls", 0),
             decision_path=tuple(workflow.get("decision_path", [])),
+            outcome=workflow.get("outcome", ""),
+            checks={k: response[k] for k in CHECKS if response.get(k) is not None},
         )
 
 
