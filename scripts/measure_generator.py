@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from ragloop.core.domain import Document
-from ragloop.core.models.chat import LlamaCppChatModel
+from ragloop.core.models.openai_compatible import LlamaCppChatModel
 from ragloop.core.text import content_words
 from ragloop.generator.stage import ModelGenerator
 

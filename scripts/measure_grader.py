@@ -15,7 +15,7 @@ import time
 from unittest import mock
 
 from ragloop.core.domain import Document
-from ragloop.core.models.chat import LlamaCppChatModel
+from ragloop.core.models.openai_compatible import LlamaCppChatModel
 from ragloop.grader import stage as grader_stage
 from ragloop.grader.guard import GuardedText
 from ragloop.grader.stage import GradingMode, ModelGrader

@@ -20,7 +20,7 @@ from bench.common import SHARED_DATA, cache_dir
 from bench.model_server import MODELS_DIR
 from bench.scifact import load_scifact
 from ragloop.core.domain import Document
-from ragloop.core.models.chat import LlamaCppChatModel
+from ragloop.core.models.openai_compatible import LlamaCppChatModel
 from ragloop.grader.stage import ModelGrader
 from ragloop.local.model_server import serving_model
 from ragloop.local.models import DEFAULT_MODEL

@@ -1,92 +1,16 @@
-"""REST request and response bodies (snake_case) beside a query's own (``application.requests``,
-``application.answers``), validated at the edge."""
+"""What every REST route shares: the error bodies, the data of each event of POST
+/v1/query/stream, and ``inline_schema`` for schemas written into the OpenAPI document by hand. A
+query's own bodies are the application's (``application.requests``, ``application.answers``);
+ingest's and the collections' are beside their routes (``ingest_schemas``,
+``knowledge_schemas``)."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, Field
 
 from ragloop.core.names import LoopNode
-from ragloop.core.validation import COLLECTION_PATTERN, json_data, unicode_text
-from ragloop.orchestrator.application.tenants import tenant_field
-
-
-class DocumentIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    source: str = Field(..., min_length=1, max_length=1024, description="Name of the document.")
-    text: str = Field(..., min_length=1, description="Full text; chunked by the retriever.")
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("source", "text")
-    @classmethod
-    def _unicode_text(cls, value: str, info: ValidationInfo) -> str:
-        return unicode_text(value, str(info.field_name))
-
-    @field_validator("metadata")
-    @classmethod
-    def _unicode_metadata(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return json_data(value, "metadata")
-
-
-class IngestRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    collection: str | None = Field(None, pattern=COLLECTION_PATTERN)
-    tenant: str | None = tenant_field()
-    documents: list[DocumentIn] = Field(..., min_length=1)
-
-
-class IngestedSourceOut(BaseModel):
-    source: str
-    chunk_count: int
-
-
-class IngestResponse(BaseModel):
-    collection: str
-    sources: list[IngestedSourceOut]
-    chunks_written: int
-
-
-class UploadOptions(BaseModel):
-    """The non-file parts of a multipart upload."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    collection: str | None = Field(None, pattern=COLLECTION_PATTERN)
-    tenant: str | None = tenant_field()
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("metadata")
-    @classmethod
-    def _unicode_metadata(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return json_data(value, "metadata")
-
-
-class DeletedSourceOut(BaseModel):
-    collection: str
-    source: str
-    chunks_deleted: int
-
-
-class CollectionIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(..., pattern=COLLECTION_PATTERN, description="Name of the new collection.")
-
-
-class CollectionOut(BaseModel):
-    name: str
-    chunk_count: int
-    embedding_model: str
-    dimension: int
-    full_text: bool = Field(description="Has BM25: sparse and hybrid retrieval work.")
-    tenants: bool = Field(description="Has the tenant (partition key) field.")
-
-
-class CollectionsOut(BaseModel):
-    collections: list[CollectionOut]
 
 
 class ErrorDetail(BaseModel):
