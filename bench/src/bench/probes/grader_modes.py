@@ -3,7 +3,7 @@
 Not a benchmark (that is `make bench-models`, on SciFact): a quick check, minutes not hours, used to
 choose the grader's default mode and to see that the injection guard costs no accuracy.
 
-    .venv/bin/python scripts/measure_grader.py --url http://127.0.0.1:8090 \
+    .venv/bin/python -m bench.probes.grader_modes --url http://127.0.0.1:8090 \
         --modes per_document batched [--no-guard] [--set normal|injection|all]
 """
 

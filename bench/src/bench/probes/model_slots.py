@@ -6,7 +6,7 @@ hybrid-retrieval passages of the first SciFact test claims with the grader stage
 equal to the slots, no cache. Needs the rankings ``make bench-models`` caches, and nothing else
 running on the machine.
 
-    .venv/bin/python -m scripts.measure_slots --slots 1 4 --queries 6
+    .venv/bin/python -m bench.probes.model_slots --slots 1 4 --queries 6
 """
 
 from __future__ import annotations
