@@ -132,7 +132,8 @@ bench-userqa: models  ## user-shaped questions (shared/data/userqa) scored by `r
 protos: $(STAMP)  ## regenerate ragloop.v1 stubs from protos/
 	$(PY) -m ragloop.core.protogen libs/core/src
 
-check: lint  ## lint, format check, committed stubs in sync with protos, deploy files in sync with the stage registry
+check: lint  ## lint, format check, import contracts, committed stubs in sync with protos, deploy files in sync with the stage registry
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m pytest -q tests/unit/test_protos_in_sync.py
 	$(PY) scripts/deploy_files.py --check
 

@@ -15,8 +15,9 @@ from typing import Any
 from fastapi import FastAPI, Header
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from ragloop.orchestrator.application.answers import QueryResponse
+from ragloop.orchestrator.application.requests import QueryRequest
 from ragloop.orchestrator.rest.page import install_page
-from ragloop.orchestrator.rest.schemas import QueryRequest, QueryResponse
 
 API_KEY = "test-key"
 REQUEST_ID = "req-0123"

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from ragloop.core.metrics.exporter import DEFAULT_METRICS_PORTS
-from ragloop.orchestrator.rest.schemas import QueryRequest
+from ragloop.orchestrator.application.requests import QueryRequest
 from tests.deploy.helpers import (
     K8S,
     SERVICES,

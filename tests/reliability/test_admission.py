@@ -17,6 +17,7 @@ from ragloop.core.domain import Document, GradingResult
 from ragloop.core.grpc.server import start_server
 from ragloop.core.stages import LoopStages
 from ragloop.orchestrator.access.admission import AdmissionGate, AdmissionInterceptor
+from ragloop.orchestrator.application.queries import QueryService
 from ragloop.orchestrator.loop.corrective import CorrectiveLoop
 from ragloop.orchestrator.rpc.service import rag_service_spec
 from ragloop.orchestrator.settings import OrchestratorSettings
@@ -101,7 +102,7 @@ async def test_rag_service_beyond_the_limit_is_resource_exhausted() -> None:
     )
     gate = AdmissionGate(1)
     server = await start_server(
-        rag_service_spec(loop, OrchestratorSettings()),
+        rag_service_spec(QueryService(loop, OrchestratorSettings())),
         host="127.0.0.1",
         port=0,
         interceptors=[AdmissionInterceptor(gate)],

@@ -18,7 +18,8 @@ from ragloop.core.errors import DependencyUnavailable
 from ragloop.core.grpc.server import ServiceSpec, start_server
 from ragloop.local.processes import free_port
 from ragloop.orchestrator.stages.breaker import CircuitBreaker, State
-from ragloop.orchestrator.stages.clients import RemoteGrader, RemoteRetriever, open_channel
+from ragloop.orchestrator.stages.calls import open_channel
+from ragloop.orchestrator.stages.clients import RemoteGrader, RemoteRetriever
 from tests.service.loop_stack_helpers import grader_spec, retriever_spec
 from tests.unit.fakes import ScriptedRetriever, doc
 

@@ -17,7 +17,8 @@ import pytest
 from bench.local_http import serving_http
 from ragloop.core.errors import DependencyUnavailable
 from ragloop.core.models import ChatMessage, ChatReply, make_chat_model
-from ragloop.core.models.chat import ChatModel, LlamaCppChatModel
+from ragloop.core.models.chat import ChatModel
+from ragloop.core.models.openai_compatible import LlamaCppChatModel
 from ragloop.grader.prompts import GRADE_SCHEMA
 
 API_KEY = "sk-test-123"

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ragloop.core.models.chat import LlamaCppChatModel
+from ragloop.core.models.openai_compatible import LlamaCppChatModel
 from ragloop.generator.stage import ModelGenerator
 from ragloop.grader.stage import ModelGrader
 from ragloop.local.processes import free_port

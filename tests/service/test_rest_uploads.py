@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ragloop.orchestrator import conversion
+from ragloop.orchestrator import file_to_markdown
 from ragloop.orchestrator.rest.app import create_app
 from ragloop.orchestrator.settings import OrchestratorSettings
 from tests.sample_files import (
@@ -178,7 +178,8 @@ def test_uploads_are_limited_by_bytes_and_json_documents_by_characters(api: http
 def test_text_is_decoded_across_read_blocks(
     api: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(conversion, "READ_BLOCK_BYTES", 3)  # every multi-byte character is split
+    # Every multi-byte character is split across blocks.
+    monkeypatch.setattr(file_to_markdown, "READ_BLOCK_BYTES", 3)
     text = "Crème brûlée — a café’s naïve dessert, 東京 style."
     upload = [("files", ("dessert.txt", "\ufeff".encode() + text.encode(), "text/plain"))]
     response = api.post("/v1/documents", files=upload)

@@ -16,8 +16,8 @@ from bench.comparison.evidence import (
 )
 from bench.comparison.ragloop_http import sse_events
 from ragloop.core.stages import LoopStages
+from ragloop.orchestrator.application.answers import query_response_body
 from ragloop.orchestrator.loop.corrective import CorrectiveLoop, LoopPolicy, LoopResult
-from ragloop.orchestrator.rest.response import query_response_body
 from ragloop.orchestrator.rest.sse import encode, event_data
 from tests.unit.fakes import (
     DictGrader,

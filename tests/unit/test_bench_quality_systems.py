@@ -17,8 +17,8 @@ from bench.comparison.runs import Answered
 from bench.comparison.workload import WorkItem
 from ragloop.core.domain import ModelUsage
 from ragloop.core.stages import LoopStages
+from ragloop.orchestrator.application.answers import query_response_body
 from ragloop.orchestrator.loop.corrective import CorrectiveLoop, LoopPolicy
-from ragloop.orchestrator.rest.response import query_response_body
 from ragloop.orchestrator.rest.sse import encode, event_data
 from tests.unit.fakes import (
     DictGrader,

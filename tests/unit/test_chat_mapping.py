@@ -1,5 +1,5 @@
 """The OpenAI-compatible API's mapping, without HTTP: model names to collections, messages to the
-question and answer instructions, the loop's result to a chat.completion, and the loop's events
+question and answer instructions, the answer body to a chat.completion, and the loop's events
 to chat.completion.chunk events."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from pydantic import ValidationError
 from ragloop.core.domain import ModelUsage, Turn
 from ragloop.core.names import LoopNode
 from ragloop.core.stages import LoopStages
-from ragloop.orchestrator.loop.corrective import CorrectiveLoop, LoopPolicy, LoopResult
+from ragloop.orchestrator.application.answers import QueryResponse, build_query_response
+from ragloop.orchestrator.loop.corrective import CorrectiveLoop, LoopPolicy
 from ragloop.orchestrator.loop.events import AnswerToken, NodeStarted
 from ragloop.orchestrator.rest.chat_mapping import (
     ChunkEncoder,
@@ -43,8 +44,8 @@ def refusal(call: Any) -> OpenAIError:
     return caught.value
 
 
-async def answered() -> LoopResult:
-    """A loop's result: one passage, passed, answered citing it."""
+async def answered() -> QueryResponse:
+    """The answer body of a loop's result: one passage, passed, answered citing it."""
     loop = CorrectiveLoop(
         LoopStages(
             ScriptedRetriever({"q": [doc("a")]}),
@@ -53,7 +54,7 @@ async def answered() -> LoopResult:
             EchoGenerator(usage=USAGE),
         )
     )
-    return await loop.run("q", LoopPolicy())
+    return build_query_response(await loop.run("q", LoopPolicy()))
 
 
 def events_of(stream: bytes) -> list[Any]:

@@ -19,10 +19,10 @@ from ragloop.core.validation import (
     MAX_HISTORY_TURNS,
     history_turns,
 )
+from ragloop.orchestrator.application.answers import build_query_response
+from ragloop.orchestrator.application.requests import QueryRequest
 from ragloop.orchestrator.loop.corrective import CorrectiveLoop
 from ragloop.orchestrator.loop.events import NodeFinished, NodeStarted
-from ragloop.orchestrator.rest.response import build_query_response
-from ragloop.orchestrator.rest.schemas import QueryRequest
 from ragloop.orchestrator.rpc.messages import query_request_from_proto
 from ragloop.rewriter.prompts import (
     HISTORY_TURNS_SHOWN,

@@ -7,13 +7,10 @@ from typing import Any
 import pytest
 
 from ragloop.core.errors import ConfigurationError
-from ragloop.core.models.chat import (
-    LlamaCppChatModel,
-    OllamaChatModel,
-    OpenAICompatibleChatModel,
-)
 from ragloop.core.models.embeddings import OllamaEmbedder
 from ragloop.core.models.factory import make_chat_model, make_embedder, parse_model_ref
+from ragloop.core.models.ollama import OllamaChatModel
+from ragloop.core.models.openai_compatible import LlamaCppChatModel, OpenAICompatibleChatModel
 
 CHAT_URLS: dict[str, Any] = {
     "llamacpp_url": "http://127.0.0.1:1/",

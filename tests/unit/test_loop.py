@@ -28,6 +28,9 @@ from ragloop.core.errors import (
 from ragloop.core.stages import Generator, Grader, LoopStages, Retriever, Rewriter
 from ragloop.core.text import CHARS_PER_TOKEN
 from ragloop.generator.stage import AnswerFormat, ModelGenerator
+from ragloop.orchestrator.application.answers import build_query_response
+from ragloop.orchestrator.application.policy import resolve_policy
+from ragloop.orchestrator.application.requests import QueryRequest
 from ragloop.orchestrator.loop.corrective import (
     CorrectiveLoop,
     LoopPolicy,
@@ -37,9 +40,6 @@ from ragloop.orchestrator.loop.corrective import (
     StageFailure,
 )
 from ragloop.orchestrator.loop.generation_context import best_passed_documents, generation_context
-from ragloop.orchestrator.rest.policy import resolve_policy
-from ragloop.orchestrator.rest.response import build_query_response
-from ragloop.orchestrator.rest.schemas import QueryRequest
 from ragloop.orchestrator.settings import OrchestratorSettings
 from tests.unit.fakes import (
     UNCHECKED,

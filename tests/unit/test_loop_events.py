@@ -5,17 +5,21 @@ reader that goes away."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
 from ragloop.core.domain import RetrievalResult
 from ragloop.core.errors import DependencyUnavailable
 from ragloop.core.stages import LoopStages
+from ragloop.orchestrator.application.answers import (
+    QueryResponse,
+    build_query_response,
+    query_response_body,
+)
 from ragloop.orchestrator.loop.corrective import CorrectiveLoop, LoopResult, StageFailure
 from ragloop.orchestrator.loop.events import AnswerToken, NodeFinished, NodeStarted
 from ragloop.orchestrator.rest import sse
-from ragloop.orchestrator.rest.response import query_response_body
 from tests.sse_events import KEEP_ALIVE, answer_text, parse_events
 from tests.unit.fakes import (
     DictGrader,
@@ -200,13 +204,25 @@ async def read_all(chunks: AsyncIterator[bytes]) -> str:
     return b"".join([chunk async for chunk in chunks]).decode()
 
 
+def answering(
+    loop: CorrectiveLoop, **changes: object
+) -> Callable[[sse.EventSink], Awaitable[QueryResponse]]:
+    """What the query service hands the stream: a run of "q" that returns its answer body."""
+
+    async def run(sink: sse.EventSink) -> QueryResponse:
+        result = await loop.run("q", partial_pass_policy(**changes), on_event=sink)
+        return build_query_response(result)
+
+    return run
+
+
 async def test_the_stream_ends_with_done_holding_exactly_the_query_response() -> None:
     loop = one_rewrite_loop()
     results: list[LoopResult] = []
 
-    async def run(sink: sse.EventSink) -> LoopResult:
+    async def run(sink: sse.EventSink) -> QueryResponse:
         results.append(await loop.run("q", partial_pass_policy(), on_event=sink))
-        return results[-1]
+        return build_query_response(results[-1])
 
     events = parse_events(await read_all(sse.query_events(run)))
 
@@ -234,7 +250,7 @@ async def test_a_stage_failure_ends_the_stream_with_an_error_event() -> None:
         )
     )
 
-    chunks = sse.query_events(lambda sink: loop.run("q", partial_pass_policy(), on_event=sink))
+    chunks = sse.query_events(answering(loop))
     events = parse_events(await read_all(chunks))
 
     assert [e.name for e in events][-2:] == ["node_finished", "error"]
@@ -248,7 +264,7 @@ async def test_a_stage_failure_ends_the_stream_with_an_error_event() -> None:
 
 
 async def test_an_unexpected_error_ends_the_stream_with_an_internal_error() -> None:
-    async def broken(sink: sse.EventSink) -> LoopResult:
+    async def broken(sink: sse.EventSink) -> QueryResponse:
         raise KeyError("bug")
 
     events = parse_events(await read_all(sse.query_events(broken)))
@@ -271,9 +287,7 @@ async def test_a_quiet_run_sends_keep_alives(monkeypatch: pytest.MonkeyPatch) ->
     loop = CorrectiveLoop(
         LoopStages(WaitingRetriever({}), DictGrader({}), ScriptedRewriter([]), EchoGenerator())
     )
-    chunks = sse.query_events(
-        lambda sink: loop.run("q", partial_pass_policy(max_rewrite_attempts=0), on_event=sink)
-    )
+    chunks = sse.query_events(answering(loop, max_rewrite_attempts=0))
 
     first, second = await anext(chunks), await anext(chunks)
     release.set()
@@ -288,7 +302,7 @@ async def test_a_reader_that_stops_cancels_the_stage_call_in_flight() -> None:
     loop = CorrectiveLoop(
         LoopStages(retriever, DictGrader({}), ScriptedRewriter([]), EchoGenerator())
     )
-    chunks = sse.query_events(lambda sink: loop.run("q", partial_pass_policy(), on_event=sink))
+    chunks = sse.query_events(answering(loop))
 
     assert (await anext(chunks)).startswith(b"event: node_started\n")
     await asyncio.wait_for(retriever.stall.started.wait(), 10)

@@ -9,10 +9,10 @@ import pytest
 from pydantic import ValidationError
 
 from ragloop.core.stages import LoopStages
+from ragloop.orchestrator.application.policy import resolve_policy
+from ragloop.orchestrator.application.requests import QueryRequest
 from ragloop.orchestrator.loop.corrective import CorrectiveLoop, LoopPolicy, Outcome
-from ragloop.orchestrator.loop.request_policy import RequestPolicy
-from ragloop.orchestrator.rest.policy import resolve_policy
-from ragloop.orchestrator.rest.schemas import QueryRequest
+from ragloop.orchestrator.policy.request import RequestPolicy
 from ragloop.orchestrator.rpc.messages import _OPTIONAL_FIELDS
 from ragloop.orchestrator.settings import OrchestratorSettings
 from tests.unit.fakes import DictGrader, EchoGenerator, ScriptedRetriever, ScriptedRewriter, doc

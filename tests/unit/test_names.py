@@ -15,7 +15,8 @@ from ragloop.cli.main import build_parser
 from ragloop.core.grpc.convert import proto_values
 from ragloop.core.metrics import catalog
 from ragloop.core.names import LoopNode, Outcome, RetrievalMode, Stage, values
-from ragloop.orchestrator.rest.schemas import QueryRequest, WorkflowOut
+from ragloop.orchestrator.application.answers import WorkflowOut
+from ragloop.orchestrator.application.requests import QueryRequest
 from ragloop.v1 import rag_pb2, retriever_pb2
 
 PAGE = Path(__file__).parents[2] / (

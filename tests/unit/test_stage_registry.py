@@ -14,7 +14,7 @@ from ragloop.core.settings import setting_variable
 from ragloop.core.stage_registry import STAGE_SPECS, StageSpec, stage_spec
 from ragloop.core.stages import LoopStages
 from ragloop.orchestrator.settings import OrchestratorSettings
-from ragloop.orchestrator.stages import clients, remote
+from ragloop.orchestrator.stages import calls, remote
 from ragloop.orchestrator.stages.clients import REMOTE_CLIENTS
 from ragloop.orchestrator.stages.remote import remote_stages
 
@@ -59,7 +59,7 @@ async def test_remote_stages_builds_each_client_on_its_own_address(
 
     def open_channel(address: str, **options: Any) -> grpc.aio.Channel:
         opened.append(address)
-        return clients.open_channel(address, **options)
+        return calls.open_channel(address, **options)
 
     monkeypatch.setattr(remote, "open_channel", open_channel)
     settings = OrchestratorSettings(

@@ -87,8 +87,8 @@ from ragloop.core.domain import SourceDocument
 from ragloop.core.settings import ChatModelSettings
 from ragloop.core.stages import LoopStages
 from ragloop.local.models import QWEN_CODER_1_5B
+from ragloop.orchestrator.application.policy import server_policy
 from ragloop.orchestrator.loop.corrective import CorrectiveLoop
-from ragloop.orchestrator.rest.policy import server_policy
 from ragloop.orchestrator.settings import OrchestratorSettings
 from ragloop.retriever.__main__ import build_retriever
 from ragloop.retriever.settings import RetrieverSettings

@@ -64,8 +64,8 @@ from ragloop.core.models import make_embedder
 from ragloop.core.stages import LoopStages
 from ragloop.grader.stage import GradingMode
 from ragloop.local.models import QWEN_CODER_0_5B, QWEN_CODER_1_5B, SplitModel
+from ragloop.orchestrator.application.policy import server_policy
 from ragloop.orchestrator.loop.corrective import CorrectiveLoop
-from ragloop.orchestrator.rest.policy import server_policy
 from ragloop.orchestrator.settings import OrchestratorSettings
 from ragloop.retriever.__main__ import build_retriever
 from ragloop.retriever.settings import RetrieverSettings

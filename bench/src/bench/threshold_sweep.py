@@ -32,7 +32,7 @@ from bench.comparison.workload import PUBMEDQA
 from ragloop.core.leads import requested_decision
 from ragloop.generator.leads import YES, chosen_lead
 from ragloop.generator.support import DEFAULT_SUPPORT_THRESHOLD
-from ragloop.orchestrator.loop.corrective import DEFAULT_ANSWER_MIN_CONFIDENCE
+from ragloop.orchestrator.policy.defaults import DEFAULT_ANSWER_MIN_CONFIDENCE
 
 SUPPORT_THRESHOLDS = (0.0, 0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8)
 ANSWER_FLOORS = (0.0, 0.55, 0.6, 0.65)

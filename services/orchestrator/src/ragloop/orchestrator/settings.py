@@ -6,16 +6,9 @@ from pydantic import Field, SecretStr, create_model, field_validator, model_vali
 
 from ragloop.core.names import Stage
 from ragloop.core.stage_registry import STAGE_SPECS, stage_spec
-from ragloop.orchestrator.loop.corrective import (
-    DEFAULT_ANSWER_MATCH_AFTER_REFUSAL,
-    DEFAULT_ANSWER_MIN_CONFIDENCE,
-    DEFAULT_FILL_GENERATION_CONTEXT,
-    DEFAULT_GENERATION_CONTEXT_TOKENS,
-    DEFAULT_GENERATION_RESERVE_S,
-    DEFAULT_MAX_GENERATION_DOCUMENTS,
-)
-from ragloop.orchestrator.loop.request_policy import RequestPolicy
-from ragloop.orchestrator.loop.thresholds import check_schedule
+from ragloop.orchestrator.policy import defaults
+from ragloop.orchestrator.policy.request import RequestPolicy
+from ragloop.orchestrator.policy.thresholds import check_schedule
 from ragloop.orchestrator.reliability_settings import ReliabilitySettings
 from ragloop.orchestrator.stages import balancing
 
@@ -119,14 +112,14 @@ class OrchestratorSettings(StageAddresses, ReliabilitySettings, RequestPolicy):
         "values in [0, 1], never increasing; later rounds keep the last).",
     )
     max_generation_documents: int = Field(
-        DEFAULT_MAX_GENERATION_DOCUMENTS,
+        defaults.DEFAULT_MAX_GENERATION_DOCUMENTS,
         ge=1,
         le=20,
         description="Most passed passages handed to the generator, the most confident first "
         "(fewer when `RAGLOOP_GENERATION_CONTEXT_TOKENS` is reached first).",
     )
     generation_context_tokens: int = Field(
-        DEFAULT_GENERATION_CONTEXT_TOKENS,
+        defaults.DEFAULT_GENERATION_CONTEXT_TOKENS,
         ge=100,
         le=100_000,
         description="Token budget of the passages handed to the generator (estimated at 4 "
@@ -135,14 +128,14 @@ class OrchestratorSettings(StageAddresses, ReliabilitySettings, RequestPolicy):
         "prompt evaluation: raise it for a larger context or a GPU.",
     )
     fill_generation_context: bool = Field(
-        DEFAULT_FILL_GENERATION_CONTEXT,
+        defaults.DEFAULT_FILL_GENERATION_CONTEXT,
         description="When passages passed grading, fill what they leave of "
         "`RAGLOOP_GENERATION_CONTEXT_TOKENS` (and `RAGLOOP_MAX_GENERATION_DOCUMENTS`) with the "
         "other retrieved passages, the most similar first: a two-hop question's other passage "
         "does not answer it alone and fails grading (docs/decisions/0013-filling-the-context.md).",
     )
     answer_min_confidence: float = Field(
-        DEFAULT_ANSWER_MIN_CONFIDENCE,
+        defaults.DEFAULT_ANSWER_MIN_CONFIDENCE,
         ge=0,
         le=1,
         description="The generator is called only when the most confident passed passage's "
@@ -152,7 +145,7 @@ class OrchestratorSettings(StageAddresses, ReliabilitySettings, RequestPolicy):
         '("Begin your answer with yes or no."): that is weighed from the passages found.',
     )
     answer_match_after_refusal: float = Field(
-        DEFAULT_ANSWER_MATCH_AFTER_REFUSAL,
+        defaults.DEFAULT_ANSWER_MATCH_AFTER_REFUSAL,
         ge=0,
         le=1,
         description="An answer found after a round's answer was refused stands only when the "
@@ -162,7 +155,7 @@ class OrchestratorSettings(StageAddresses, ReliabilitySettings, RequestPolicy):
         "Without that check's figure (Ollama before 0.12.11, or the check off) the answer stands.",
     )
     generation_reserve_s: float = Field(
-        DEFAULT_GENERATION_RESERVE_S,
+        defaults.DEFAULT_GENERATION_RESERVE_S,
         gt=0,
         description="Part of a query's time budget kept for the answer: the rounds stop this long "
         "before the budget ends (at most half the budget).",

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from ragloop.core.errors import ConfigurationError
-from ragloop.core.models.chat import (
-    ChatModel,
-    LlamaCppChatModel,
-    OllamaChatModel,
-    OpenAICompatibleChatModel,
-)
+from ragloop.core.models.chat import ChatModel
 from ragloop.core.models.embeddings import Embedder, OllamaEmbedder, OnnxMiniLMEmbedder
+from ragloop.core.models.ollama import OllamaChatModel
+from ragloop.core.models.openai_compatible import LlamaCppChatModel, OpenAICompatibleChatModel
 from ragloop.core.models.retry import NO_RETRIES, RetryPolicy
 
 LOCAL_EMBEDDING_MODELS = {"all-minilm-l6-v2"}

@@ -4,7 +4,8 @@ ones (health, readiness, metrics, the API docs, the web page and its static file
 Keys come from ``RAGLOOP_API_KEYS`` (comma-separated) and ``RAGLOOP_API_KEYS_FILE`` (one key per
 line, ``#`` starts a comment). Setting either turns authentication on; an empty key file then
 refuses everyone rather than opening the API. An entry is ``KEY`` (any tenant) or
-``KEY tenant=NAME``: a key bound to one tenant acts in that tenant only (``tenants.py``).
+``KEY tenant=NAME``: a key bound to one tenant acts in that tenant only
+(``application/tenants.py``).
 The file is read at startup — a missing or malformed file stops the orchestrator — and read
 again whenever its mtime, size or inode changes, so keys rotate without a restart; a change
 that cannot be read keeps the previous keys and logs a warning.

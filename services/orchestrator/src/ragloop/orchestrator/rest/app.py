@@ -11,6 +11,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from ragloop.orchestrator.access.admission import AdmissionInterceptor, install_admission
+from ragloop.orchestrator.application.queries import QueryService
 from ragloop.orchestrator.loop.corrective import CorrectiveLoop
 from ragloop.orchestrator.rest.chat import chat_router
 from ragloop.orchestrator.rest.ingest import ingest_router
@@ -45,12 +46,10 @@ def create_app(
         stages = make_stages()
         app.state.settings = settings
         app.state.stages = stages
-        app.state.loop = CorrectiveLoop(stages)
+        app.state.queries = QueryService(CorrectiveLoop(stages), settings)
         gate = app.state.admission
         admission = [AdmissionInterceptor(gate)] if gate else []
-        grpc_server = (
-            await start_rag_server(app.state.loop, settings, admission) if serve_grpc else None
-        )
+        grpc_server = await start_rag_server(app.state.queries, admission) if serve_grpc else None
         try:
             yield
         finally:

@@ -1,6 +1,6 @@
-"""The OpenAI-compatible API beside /v1/query: POST /v1/chat/completions runs the same loop as
-/v1/query and answers in OpenAI's shapes, streamed or not; GET /v1/models lists the models a
-client may name, the default collection's and one per collection. Errors in OpenAI's shape
+"""The OpenAI-compatible API beside /v1/query: POST /v1/chat/completions asks the same query
+service as /v1/query and answers in OpenAI's shapes, streamed or not; GET /v1/models lists the
+models a client may name, the default collection's and one per collection. Errors in OpenAI's shape
 (``OpenAIRoute``). The mapping both ways: ``chat_mapping``; docs/openai.md."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from ragloop.core import context
 from ragloop.core.errors import RagloopError
 from ragloop.core.names import Stage
-from ragloop.orchestrator.loop.corrective import LoopResult, StageFailure
+from ragloop.orchestrator.application.answers import QueryResponse
+from ragloop.orchestrator.loop.corrective import StageFailure
 from ragloop.orchestrator.loop.events import EventSink
 from ragloop.orchestrator.rest.chat_mapping import (
     ChunkEncoder,
@@ -33,9 +34,8 @@ from ragloop.orchestrator.rest.chat_schemas import (
     ModelOut,
     OpenAIErrorResponse,
 )
-from ragloop.orchestrator.rest.deps import CallerOf, Knowledge, Loop, Settings
+from ragloop.orchestrator.rest.deps import CallerOf, Knowledge, Queries
 from ragloop.orchestrator.rest.errors import OpenAIError, failure_detail
-from ragloop.orchestrator.rest.query import run_query
 from ragloop.orchestrator.rest.routes import OpenAIRoute
 from ragloop.orchestrator.rest.schemas import inline_schema
 from ragloop.orchestrator.rest.sse import MEDIA_TYPE, STREAM_HEADERS, query_events
@@ -99,31 +99,24 @@ MODEL_ID = Path(description="`ragloop` or `ragloop/<collection>`.")
     "/v1/chat/completions", response_model=ChatCompletion, responses=COMPLETION_RESPONSES
 )
 async def chat_completions(
-    body: ChatCompletionRequest,
-    loop: Loop,
-    settings: Settings,
-    caller: CallerOf,
-    knowledge: Knowledge,
+    body: ChatCompletionRequest, queries: Queries, caller: CallerOf, knowledge: Knowledge
 ) -> JSONResponse | StreamingResponse:
     """OpenAI's chat completion over the corrective loop: the last user message is the question,
     system messages are the answer instructions, `ragloop` holds the fields of POST /v1/query.
     The answer has its [n] citation markers; the citations and workflow are under `ragloop`."""
     collection = collection_of_model(body.model)
-    query = caller.scoped(query_of(body, collection))
+    query = queries.admit(query_of(body, collection), caller.bound_tenant)
     if collection is not None:
         await _require_collection(knowledge, collection, body.model)
     completion = Completion.begin(body.model, context.request_id.get())
     if not body.stream:
         try:
-            result = await run_query(loop, settings, query)
+            answer = await query.answer()
         except StageFailure as exc:
             raise OpenAIError.of(*failure_detail(exc, exc.stage, exc.trace)) from None
-        return JSONResponse(completion_body(result, completion))
+        return JSONResponse(completion_body(answer, completion))
     return StreamingResponse(
-        _chunks(
-            lambda sink: run_query(loop, settings, query, on_event=sink),
-            ChunkEncoder.asked_by(body, completion),
-        ),
+        _chunks(query.answer, ChunkEncoder.asked_by(body, completion)),
         media_type=MEDIA_TYPE,
         headers=STREAM_HEADERS,
     )
@@ -161,7 +154,7 @@ async def _retrieving(call: Awaitable[T]) -> T:
 
 
 async def _chunks(
-    run: Callable[[EventSink], Awaitable[LoopResult]], encoder: ChunkEncoder
+    run: Callable[[EventSink], Awaitable[QueryResponse]], encoder: ChunkEncoder
 ) -> AsyncIterator[bytes]:
     yield encoder.opening()
     async for chunk in query_events(run, encoder):

@@ -1,8 +1,7 @@
 """The OpenAI-compatible API in ragloop's terms, both ways, without I/O: a model name to a
 collection, a chat request to a ``QueryRequest`` (the last user message is the question, the
 earlier user and assistant messages its history, system messages the answer instructions), the
-loop's result to a ``chat.completion``, and the loop's
-events to ``chat.completion.chunk`` events.
+answer body to a ``chat.completion``, and the loop's events to ``chat.completion.chunk`` events.
 
 A stream's content is the answer once it is final. The loop's text can restart — the support
 check turns a written answer into the refusal, a repaired reply or a later round's answer
@@ -22,7 +21,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from ragloop.core.validation import COLLECTION_PATTERN
-from ragloop.orchestrator.loop.corrective import LoopResult
+from ragloop.orchestrator.application.answers import QueryResponse
+from ragloop.orchestrator.application.requests import QueryRequest
 from ragloop.orchestrator.loop.events import LoopEvent
 from ragloop.orchestrator.rest.chat_schemas import (
     AssistantMessage,
@@ -39,8 +39,7 @@ from ragloop.orchestrator.rest.chat_schemas import (
     RagloopOptions,
 )
 from ragloop.orchestrator.rest.errors import OpenAIError
-from ragloop.orchestrator.rest.response import query_response_body
-from ragloop.orchestrator.rest.schemas import ErrorDetail, QueryRequest
+from ragloop.orchestrator.rest.schemas import ErrorDetail
 from ragloop.orchestrator.rest.sse import encode, event_data
 
 DEFAULT_MODEL = "ragloop"  # the retriever's default collection
@@ -186,9 +185,9 @@ class Completion:
         return cls(f"chatcmpl-{request_id}", int(time.time()), model)
 
 
-def usage_of(result: LoopResult) -> ChatUsage:
+def usage_of(answer: QueryResponse) -> ChatUsage:
     """Every model call of the loop: grading, rewriting and the answer."""
-    usage = result.trace.usage
+    usage = answer.workflow.usage
     return ChatUsage(
         prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens,
@@ -196,22 +195,20 @@ def usage_of(result: LoopResult) -> ChatUsage:
     )
 
 
-def ragloop_extras(result: LoopResult) -> dict[str, Any]:
+def ragloop_extras(answer: QueryResponse) -> dict[str, Any]:
     """The body of POST /v1/query less ``answer``, which is the message's content."""
-    body = query_response_body(result)
-    del body["answer"]
-    return body
+    return answer.model_dump(mode="json", exclude={"answer"})
 
 
-def completion_body(result: LoopResult, completion: Completion) -> dict[str, Any]:
-    """The ``chat.completion`` of a loop's result."""
+def completion_body(answer: QueryResponse, completion: Completion) -> dict[str, Any]:
+    """The ``chat.completion`` of an answer."""
     return ChatCompletion(
         id=completion.id,
         created=completion.created,
         model=completion.model,
-        choices=[Choice(message=AssistantMessage(content=result.answer.text))],
-        usage=usage_of(result),
-        ragloop=ragloop_extras(result),
+        choices=[Choice(message=AssistantMessage(content=answer.answer))],
+        usage=usage_of(answer),
+        ragloop=ragloop_extras(answer),
     ).model_dump(mode="json")
 
 
@@ -244,15 +241,15 @@ class ChunkEncoder:
             return b""
         return self._chunk([], ragloop={"event": event.kind, **event_data(event)})
 
-    def done(self, result: LoopResult) -> bytes:
+    def done(self, answer: QueryResponse) -> bytes:
         chunks = [
-            self._chunk([ChunkChoice(delta=Delta(content=result.answer.text))]),
+            self._chunk([ChunkChoice(delta=Delta(content=answer.answer))]),
             self._chunk(
-                [ChunkChoice(delta=Delta(), finish_reason="stop")], ragloop=ragloop_extras(result)
+                [ChunkChoice(delta=Delta(), finish_reason="stop")], ragloop=ragloop_extras(answer)
             ),
         ]
         if self.include_usage:
-            chunks.append(self._chunk([], usage=usage_of(result)))
+            chunks.append(self._chunk([], usage=usage_of(answer)))
         return b"".join([*chunks, DONE])
 
     def failed(self, status: int, detail: ErrorDetail) -> bytes:

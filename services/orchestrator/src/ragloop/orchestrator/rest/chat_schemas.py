@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ragloop.orchestrator.rest.schemas import QueryOptions
+from ragloop.orchestrator.application.requests import QueryOptions
 
 # Messages of one request, system messages included; the earlier user and assistant messages are
 # the history, whose own limits (ragloop.core.validation) apply too.

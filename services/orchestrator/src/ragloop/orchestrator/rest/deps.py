@@ -1,20 +1,19 @@
-"""What a route uses, as FastAPI dependencies: the loop, the settings, the ingestor and the caller
-(with the tenant its API key is bound to), so that each route's signature shows what it uses."""
+"""What a route uses, as FastAPI dependencies: the query service, the settings, the ingestor and
+the caller (with the tenant its API key is bound to), so that each route's signature shows what it
+uses."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 from fastapi import Depends, Request
-from pydantic import BaseModel
 
 from ragloop.core.stages import Ingestor
-from ragloop.orchestrator.access.tenants import TenantRefused, bound_tenant, scoped_to, tenant_for
-from ragloop.orchestrator.loop.corrective import CorrectiveLoop
+from ragloop.orchestrator.access.auth import BOUND_TENANT
+from ragloop.orchestrator.application.queries import QueryService
+from ragloop.orchestrator.application.tenants import TenantRefused, tenant_for
 from ragloop.orchestrator.settings import OrchestratorSettings
-
-Body = TypeVar("Body", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -29,10 +28,6 @@ class Caller:
         caller's key may not act in ``requested``."""
         return tenant_for(self.bound_tenant, requested) or ""
 
-    def scoped(self, body: Body) -> Body:
-        """``body`` (a model with a ``tenant`` field) acting in the caller's tenant."""
-        return scoped_to(body, self.bound_tenant)
-
     def refuse_if_bound(self, action: str) -> None:
         """Refuse ``action`` (which touches every tenant's chunks) to a key bound to a tenant."""
         if self.bound_tenant is not None:
@@ -46,8 +41,8 @@ def _settings(request: Request) -> OrchestratorSettings:
     return request.app.state.settings
 
 
-def _loop(request: Request) -> CorrectiveLoop:
-    return request.app.state.loop
+def _queries(request: Request) -> QueryService:
+    return request.app.state.queries
 
 
 def _ingestor(request: Request) -> Ingestor:
@@ -55,10 +50,11 @@ def _ingestor(request: Request) -> Ingestor:
 
 
 def _caller(request: Request) -> Caller:
-    return Caller(bound_tenant(request))
+    # The tenant the request's API key is bound to; None for unbound keys and without keys.
+    return Caller(getattr(request.state, BOUND_TENANT, None))
 
 
 Settings = Annotated[OrchestratorSettings, Depends(_settings)]
-Loop = Annotated[CorrectiveLoop, Depends(_loop)]
+Queries = Annotated[QueryService, Depends(_queries)]
 Knowledge = Annotated[Ingestor, Depends(_ingestor)]
 CallerOf = Annotated[Caller, Depends(_caller)]

@@ -31,7 +31,7 @@ from ragloop.core.domain import SourceDocument, StreamedDocument, one_by_one
 from ragloop.core.errors import InvalidInput, RagloopError
 from ragloop.core.file_types import SUFFIX_LIST
 from ragloop.core.names import Stage
-from ragloop.orchestrator.conversion import UnsupportedFileType
+from ragloop.orchestrator.file_to_markdown import UnsupportedFileType
 from ragloop.orchestrator.rest.deps import CallerOf, Knowledge, Settings
 from ragloop.orchestrator.rest.errors import (
     BODY_RESPONSES,
@@ -40,16 +40,14 @@ from ragloop.orchestrator.rest.errors import (
     failure_response,
     invalid_input,
 )
-from ragloop.orchestrator.rest.routes import ApiRoute
-from ragloop.orchestrator.rest.schemas import (
-    ErrorDetail,
-    ErrorResponse,
+from ragloop.orchestrator.rest.ingest_schemas import (
     IngestedSourceOut,
     IngestRequest,
     IngestResponse,
     UploadOptions,
-    inline_schema,
 )
+from ragloop.orchestrator.rest.routes import ApiRoute
+from ragloop.orchestrator.rest.schemas import ErrorDetail, ErrorResponse, inline_schema
 from ragloop.orchestrator.rest.uploads import extract
 from ragloop.orchestrator.settings import OrchestratorSettings
 

@@ -21,13 +21,13 @@ from ragloop.orchestrator.rest.errors import (
     failure_response,
     not_found,
 )
-from ragloop.orchestrator.rest.routes import ApiRoute
-from ragloop.orchestrator.rest.schemas import (
+from ragloop.orchestrator.rest.knowledge_schemas import (
     CollectionIn,
     CollectionOut,
     CollectionsOut,
     DeletedSourceOut,
 )
+from ragloop.orchestrator.rest.routes import ApiRoute
 
 T = TypeVar("T")
 RESPONSES = {**ERROR_RESPONSES, **NOT_FOUND_RESPONSE}

@@ -1,6 +1,6 @@
 """POST /v1/query (one JSON answer) and POST /v1/query/stream (the same run as server-sent
-events). Both run the same loop with the same policy; the stream's ``done`` event is the body
-/v1/query returns.
+events). Both ask the query service (``application.queries``); the stream's ``done`` event is the
+body /v1/query returns.
 
 /v1/query calls the generator's unary GenerateAnswer: nobody reads its tokens, and the
 generator's stream ends with exactly the answer GenerateAnswer returns, so streaming it would
@@ -9,33 +9,26 @@ only add messages. The stream calls GenerateAnswerStream to pass the text on as 
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel
 
-from ragloop.orchestrator.loop.corrective import CorrectiveLoop, LoopResult, StageFailure
-from ragloop.orchestrator.loop.events import EventSink
-from ragloop.orchestrator.rest.deps import CallerOf, Loop, Settings
+from ragloop.orchestrator.application.answers import QueryResponse
+from ragloop.orchestrator.application.requests import QueryRequest
+from ragloop.orchestrator.loop.corrective import StageFailure
+from ragloop.orchestrator.rest.deps import CallerOf, Queries
 from ragloop.orchestrator.rest.errors import BODY_RESPONSES, ERROR_RESPONSES, failure_response
-from ragloop.orchestrator.rest.policy import resolve_policy
-from ragloop.orchestrator.rest.response import query_response_body
 from ragloop.orchestrator.rest.routes import ApiRoute
 from ragloop.orchestrator.rest.schemas import (
     NodeFinishedEvent,
     NodeStartedEvent,
-    QueryRequest,
-    QueryResponse,
     StreamErrorEvent,
     TokenEvent,
     inline_schema,
 )
 from ragloop.orchestrator.rest.sse import MEDIA_TYPE, STREAM_HEADERS, query_events
-from ragloop.orchestrator.settings import OrchestratorSettings
-
-log = logging.getLogger(__name__)
 
 query_router = APIRouter(route_class=ApiRoute)
 
@@ -85,54 +78,23 @@ STREAM_RESPONSES = {
     response_model=QueryResponse,
     responses={**ERROR_RESPONSES, **BODY_RESPONSES},
 )
-async def query(
-    body: QueryRequest, loop: Loop, settings: Settings, caller: CallerOf
-) -> JSONResponse:
+async def query(body: QueryRequest, queries: Queries, caller: CallerOf) -> JSONResponse:
     """Answer a question: the whole loop, with its decision path and node timings."""
     try:
-        result = await run_query(loop, settings, caller.scoped(body))
+        answer = await queries.admit(body, caller.bound_tenant).answer()
     except StageFailure as exc:
         return failure_response(exc, exc.stage, exc.trace)
-    return JSONResponse(query_response_body(result))
+    return JSONResponse(answer.model_dump(mode="json"))
 
 
 @query_router.post("/v1/query/stream", response_class=StreamingResponse, responses=STREAM_RESPONSES)
-async def query_stream(
-    body: QueryRequest, loop: Loop, settings: Settings, caller: CallerOf
-) -> StreamingResponse:
+async def query_stream(body: QueryRequest, queries: Queries, caller: CallerOf) -> StreamingResponse:
     """Answer a question as server-sent events: every node as it starts and finishes, the
     answer's text as it is written, then `done` with the body of POST /v1/query (or `error`).
     Closing the connection cancels the query."""
-    body = caller.scoped(body)
+    query = queries.admit(body, caller.bound_tenant)
     return StreamingResponse(
-        query_events(lambda sink: run_query(loop, settings, body, on_event=sink)),
+        query_events(query.answer),
         media_type=MEDIA_TYPE,
         headers=STREAM_HEADERS,
     )
-
-
-async def run_query(
-    loop: CorrectiveLoop,
-    settings: OrchestratorSettings,
-    body: QueryRequest,
-    *,
-    on_event: EventSink | None = None,
-) -> LoopResult:
-    """Run ``body`` through the loop with its policy and log how it ended (REST and gRPC)."""
-    policy = resolve_policy(body, settings)
-    try:
-        result = await loop.run(body.query, policy, history=body.turns(), on_event=on_event)
-    except StageFailure as exc:
-        log.warning(
-            "query failed", extra={"stage": exc.stage, "kind": exc.kind, "error": exc.message}
-        )
-        raise
-    log.info(
-        "query answered",
-        extra={
-            "outcome": result.outcome.value,
-            "rewrites": len(result.trace.rewrite_history),
-            "duration_ms": round(result.total_duration_ms),
-        },
-    )
-    return result

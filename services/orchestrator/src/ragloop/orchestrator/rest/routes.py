@@ -16,7 +16,7 @@ from starlette.convertors import PathConvertor, register_url_convertor
 from starlette.exceptions import HTTPException  # what FastAPI raises; its own is a subclass
 
 from ragloop.core import context
-from ragloop.orchestrator.access.tenants import TenantRefused
+from ragloop.orchestrator.application.tenants import TenantRefused
 from ragloop.orchestrator.rest.errors import OpenAIError, error_response, forbidden
 from ragloop.orchestrator.rest.schemas import ErrorDetail
 

@@ -13,10 +13,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import fields
 from typing import Any, Protocol
 
-from ragloop.orchestrator.loop.corrective import LoopResult, StageFailure
+from ragloop.orchestrator.application.answers import QueryResponse
+from ragloop.orchestrator.loop.corrective import StageFailure
 from ragloop.orchestrator.loop.events import EventSink, LoopEvent, NodeFinished
 from ragloop.orchestrator.rest.errors import failure_detail, unexpected_error
-from ragloop.orchestrator.rest.response import query_response_body
 from ragloop.orchestrator.rest.schemas import ErrorDetail
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ class StreamEncoder(Protocol):
 
     def event(self, event: LoopEvent) -> bytes: ...
 
-    def done(self, result: LoopResult) -> bytes: ...
+    def done(self, answer: QueryResponse) -> bytes: ...
 
     def failed(self, status: int, detail: ErrorDetail) -> bytes: ...
 
@@ -61,15 +61,15 @@ class QueryEvents:
     def event(self, event: LoopEvent) -> bytes:
         return encode(event.kind, event_data(event))
 
-    def done(self, result: LoopResult) -> bytes:
-        return encode("done", query_response_body(result))
+    def done(self, answer: QueryResponse) -> bytes:
+        return encode("done", answer.model_dump(mode="json"))
 
     def failed(self, status: int, detail: ErrorDetail) -> bytes:
         return encode("error", {"status": status, **detail.model_dump()})
 
 
 async def query_events(
-    run: Callable[[EventSink], Awaitable[LoopResult]], encoder: StreamEncoder | None = None
+    run: Callable[[EventSink], Awaitable[QueryResponse]], encoder: StreamEncoder | None = None
 ) -> AsyncIterator[bytes]:
     """Start ``run`` with an event sink and yield its events, then how it ended, as ``encoder``
     (POST /v1/query/stream's events by default) writes them.
@@ -104,12 +104,12 @@ async def query_events(
             log.info("query cancelled: the client stopped reading its events")
 
 
-def _ending(task: asyncio.Task[LoopResult], encoder: StreamEncoder) -> bytes:
+def _ending(task: asyncio.Task[QueryResponse], encoder: StreamEncoder) -> bytes:
     try:
-        result = task.result()
+        answer = task.result()
     except StageFailure as exc:
         return encoder.failed(*failure_detail(exc, exc.stage, exc.trace))
     except Exception:
         log.exception("unexpected error in a streamed query")
         return encoder.failed(500, unexpected_error())
-    return encoder.done(result)
+    return encoder.done(answer)

@@ -1,4 +1,4 @@
-"""The Markdown of uploaded files (``ragloop.orchestrator.conversion``) in spooled temporary
+"""The Markdown of uploaded files (``ragloop.orchestrator.file_to_markdown``) in spooled temporary
 files, so that no upload's text is ever whole in memory; the text is then sent in pieces."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from typing import BinaryIO
 
 from ragloop.core.errors import InvalidInput
-from ragloop.orchestrator.conversion import to_markdown
+from ragloop.orchestrator.file_to_markdown import to_markdown
 
 SPOOL_MAX_BYTES = 1024 * 1024  # extracted text beyond this goes to disk
 PIECE_CHARS = 256 * 1024

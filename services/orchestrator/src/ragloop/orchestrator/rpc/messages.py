@@ -1,6 +1,6 @@
-"""RagService's messages (ragloop.v1.rag) ⇄ what the REST API uses: a request becomes the REST
-QueryRequest (so both faces validate with the same limits and messages), and the response is
-built from the REST QueryResponse (so both agree on every number, rounding included)."""
+"""RagService's messages (ragloop.v1.rag) ⇄ the query service's: a request becomes its
+QueryRequest (so every way in validates with the same limits and messages), and the response is
+built from its answer body (so every way in agrees on every number, rounding included)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,9 @@ from ragloop.core.errors import InvalidInput
 from ragloop.core.grpc import convert
 from ragloop.core.grpc.convert import proto_values
 from ragloop.core.names import LoopNode, Outcome
+from ragloop.orchestrator.application.answers import NodeExecutionOut, QueryResponse
+from ragloop.orchestrator.application.requests import QueryRequest
 from ragloop.orchestrator.loop import events
-from ragloop.orchestrator.loop.corrective import LoopResult
-from ragloop.orchestrator.rest.response import build_query_response
-from ragloop.orchestrator.rest.schemas import NodeExecutionOut, QueryRequest, QueryResponse
 from ragloop.v1 import common_pb2, generator_pb2, rag_pb2
 
 # Fields of QueryRequest that proto3 gives presence to (`optional` scalars): unset means the
@@ -37,7 +36,7 @@ _STATUSES = {"ok": rag_pb2.NODE_STATUS_OK, "error": rag_pb2.NODE_STATUS_ERROR}
 
 
 def query_request_from_proto(message: rag_pb2.QueryRequest) -> QueryRequest:
-    """The REST QueryRequest of ``message``; InvalidInput saying what is wrong with it."""
+    """The QueryRequest of ``message``; InvalidInput saying what is wrong with it."""
     try:
         mode = convert.mode_from_proto(message.retrieval_mode)
     except InvalidInput as exc:
@@ -71,10 +70,6 @@ def validation_message(error: ValidationError) -> str:
 
 
 # --- response ----------------------------------------------------------------------------------
-
-
-def result_to_proto(result: LoopResult) -> rag_pb2.QueryResponse:
-    return response_to_proto(build_query_response(result))
 
 
 def response_to_proto(response: QueryResponse) -> rag_pb2.QueryResponse:
@@ -159,5 +154,5 @@ def event_to_proto(event: events.LoopEvent) -> rag_pb2.QueryEvent:
     return rag_pb2.QueryEvent(token=token)
 
 
-def done_event(result: LoopResult) -> rag_pb2.QueryEvent:
-    return rag_pb2.QueryEvent(done=result_to_proto(result))
+def done_event(answer: QueryResponse) -> rag_pb2.QueryEvent:
+    return rag_pb2.QueryEvent(done=response_to_proto(answer))

@@ -1,6 +1,6 @@
 """RagService: the orchestrator's gRPC face (Query and QueryStream), for clients that speak gRPC
-only. The same loop, policy, validation and failures as the REST API (rest/query.py); only the
-envelope differs: messages of ragloop.v1.rag, errors as status codes."""
+only. The same query service, validation and failures as the REST API (``application.queries``);
+only the envelope differs: messages of ragloop.v1.rag, errors as status codes."""
 
 from __future__ import annotations
 
@@ -14,18 +14,17 @@ from ragloop.core import context, tracing
 from ragloop.core.errors import InvalidInput
 from ragloop.core.grpc.server import RunningServer, ServiceSpec, start_server
 from ragloop.orchestrator.access.auth import ApiKeys, KeyDigest, bearer_token
-from ragloop.orchestrator.access.tenants import TenantRefused, scoped_to
-from ragloop.orchestrator.loop.corrective import CorrectiveLoop, StageFailure
+from ragloop.orchestrator.application.queries import QueryService
+from ragloop.orchestrator.application.tenants import TenantRefused
+from ragloop.orchestrator.loop.corrective import StageFailure
 from ragloop.orchestrator.loop.events import LoopEvent
 from ragloop.orchestrator.rest.errors import failure_detail, unexpected_error
-from ragloop.orchestrator.rest.query import run_query
 from ragloop.orchestrator.rpc.messages import (
     done_event,
     event_to_proto,
     query_request_from_proto,
-    result_to_proto,
+    response_to_proto,
 )
-from ragloop.orchestrator.settings import OrchestratorSettings
 from ragloop.v1 import rag_pb2, rag_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -45,20 +44,17 @@ DECISION_PATH_KEY = "ragloop-decision-path"
 
 
 class RagServicer(rag_pb2_grpc.RagServiceServicer):
-    def __init__(
-        self, loop: CorrectiveLoop, settings: OrchestratorSettings, keys: ApiKeys | None = None
-    ) -> None:
-        self.loop = loop
-        self.settings = settings
+    def __init__(self, queries: QueryService, keys: ApiKeys | None = None) -> None:
+        self.queries = queries
         self.keys = keys  # None: no authentication
 
     async def Query(
         self, request: rag_pb2.QueryRequest, rpc: grpc.aio.ServicerContext
     ) -> rag_pb2.QueryResponse:
         async with _query_call(rpc, self.keys) as caller:
-            body = scoped_to(query_request_from_proto(request), caller and caller.tenant)
-            result = await run_query(self.loop, self.settings, body)
-        return result_to_proto(result)
+            query = self.queries.admit(query_request_from_proto(request), caller and caller.tenant)
+            answer = await query.answer()
+        return response_to_proto(answer)
 
     async def QueryStream(
         self, request: rag_pb2.QueryRequest, rpc: grpc.aio.ServicerContext
@@ -69,9 +65,8 @@ class RagServicer(rag_pb2_grpc.RagServiceServicer):
             await rpc.write(event_to_proto(event))
 
         async with _query_call(rpc, self.keys) as caller:
-            body = scoped_to(query_request_from_proto(request), caller and caller.tenant)
-            result = await run_query(self.loop, self.settings, body, on_event=send)
-            await rpc.write(done_event(result))
+            query = self.queries.admit(query_request_from_proto(request), caller and caller.tenant)
+            await rpc.write(done_event(await query.answer(send)))
 
 
 @asynccontextmanager
@@ -131,27 +126,26 @@ async def _authenticate(
     return caller
 
 
-def rag_service_spec(loop: CorrectiveLoop, settings: OrchestratorSettings) -> ServiceSpec:
+def rag_service_spec(queries: QueryService) -> ServiceSpec:
     return ServiceSpec.for_servicer(
         "orchestrator gRPC (RagService)",
-        RagServicer(loop, settings, ApiKeys.from_settings(settings)),
+        RagServicer(queries, ApiKeys.from_settings(queries.settings)),
         rag_pb2_grpc.add_RagServiceServicer_to_server,
         rag_pb2,
     )
 
 
 async def start_rag_server(
-    loop: CorrectiveLoop,
-    settings: OrchestratorSettings,
-    interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+    queries: QueryService, interceptors: Sequence[grpc.aio.ServerInterceptor] = ()
 ) -> RunningServer | None:
     """Serve RagService (with health and reflection, which need no key) on
     RAGLOOP_ORCHESTRATOR_GRPC_PORT; None when the port is 0 (off). ``interceptors``: e.g. the
     admission gate the REST API shares."""
+    settings = queries.settings
     if not settings.orchestrator_grpc_port:
         return None
     return await start_server(
-        rag_service_spec(loop, settings),
+        rag_service_spec(queries),
         host=settings.bind_host,
         port=settings.orchestrator_grpc_port,
         interceptors=interceptors,

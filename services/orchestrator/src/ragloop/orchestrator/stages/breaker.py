@@ -7,7 +7,7 @@ once → the probe reached the stage: closed; it did not: open again for another
 
 Only "unreachable" opens the circuit. A stage that answered — even with an error, or too slowly
 for a deadline — is up, so those outcomes never count against it; nor does a call that failed
-on one replica while another is ready (clients.py), so the circuit is the whole stage's. Pure
+on one replica while another is ready (calls.py), so the circuit is the whole stage's. Pure
 logic: no gRPC, no I/O; the caller reports each call's outcome.
 """
 

@@ -13,7 +13,8 @@ from ragloop.core.stage_registry import STAGE_SPECS, StageSpec
 from ragloop.core.stages import Ingestor, LoopStages
 from ragloop.orchestrator.settings import OrchestratorSettings
 from ragloop.orchestrator.stages.breaker import CircuitBreaker
-from ragloop.orchestrator.stages.clients import REMOTE_CLIENTS, RemoteStage, open_channel
+from ragloop.orchestrator.stages.calls import RemoteStage, open_channel
+from ragloop.orchestrator.stages.clients import REMOTE_CLIENTS
 
 HealthCheck = Callable[[], Awaitable[bool]]
 
@@ -38,7 +39,7 @@ class StageSet(LoopStages):
 
 def remote_stages(settings: OrchestratorSettings) -> StageSet:
     """gRPC clients of the stages of the registry, each with its own channel and circuit
-    breaker. Only safe calls are retried (see clients.py)."""
+    breaker. Only safe calls are retried (see calls.py)."""
     tls = client_tls(
         settings.stage_tls_ca_file,
         settings.stage_tls_server_name,

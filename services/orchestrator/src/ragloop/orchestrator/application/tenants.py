@@ -1,22 +1,30 @@
-"""Tenant binding: an API key bound to a tenant (``KEY tenant=NAME``, see ``auth.py``) acts in
-that tenant only. A request naming no tenant acts in the key's tenant; a request naming another
+"""Tenant binding: an API key bound to a tenant (``KEY tenant=NAME``, see ``access/auth.py``) acts
+in that tenant only. A request naming no tenant acts in the key's tenant; a request naming another
 tenant is refused (HTTP 403, gRPC PERMISSION_DENIED) rather than quietly narrowed, so a client
 learns of its mistake. Keys bound to no tenant, and requests without keys, choose freely."""
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from fastapi import Request
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from ragloop.orchestrator.access.auth import BOUND_TENANT
+from ragloop.core.validation import TENANT_PATTERN
 
 Body = TypeVar("Body", bound=BaseModel)
 
 
 class TenantRefused(Exception):
     """The caller's key may not act in the tenant it asked for; the message says why."""
+
+
+def tenant_field() -> Any:
+    """The ``tenant`` field of a request body."""
+    return Field(
+        None,
+        pattern=TENANT_PATTERN,
+        description="Tenant whose chunks are used; omitted means the default tenant.",
+    )
 
 
 def tenant_for(bound: str | None, requested: str | None) -> str | None:
@@ -28,11 +36,6 @@ def tenant_for(bound: str | None, requested: str | None) -> str | None:
         f"this API key is bound to tenant {bound!r}: it cannot act in tenant {requested!r} "
         "(omit `tenant` to use the key's own)"
     )
-
-
-def bound_tenant(request: Request) -> str | None:
-    """The tenant the request's API key is bound to; None for unbound keys and without keys."""
-    return getattr(request.state, BOUND_TENANT, None)
 
 
 def scoped_to(body: Body, bound: str | None) -> Body:

@@ -1,4 +1,4 @@
-"""Uploaded files to Markdown (ragloop.orchestrator.conversion, through the upload path's
+"""Uploaded files to Markdown (ragloop.orchestrator.file_to_markdown, through the upload path's
 extract_text): real files built by the libraries that write them, a public PDF with a table, and
 broken files, each refused naming it."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from ragloop.core.errors import InvalidInput
 from ragloop.core.file_types import FILE_TYPES, FileFormat
-from ragloop.orchestrator.conversion import CONVERTERS, UnsupportedFileType
+from ragloop.orchestrator.file_to_markdown import CONVERTERS, UnsupportedFileType
 from ragloop.orchestrator.rest.uploads import extract, extract_text
 from ragloop.retriever.chunking import chunk_text
 from tests.sample_files import (

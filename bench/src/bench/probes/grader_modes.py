@@ -3,7 +3,7 @@
 Not a benchmark (that is `make bench-models`, on SciFact): a quick check, minutes not hours, used to
 choose the grader's default mode and to see that the injection guard costs no accuracy.
 
-    .venv/bin/python scripts/measure_grader.py --url http://127.0.0.1:8090 \
+    .venv/bin/python -m bench.probes.grader_modes --url http://127.0.0.1:8090 \
         --modes per_document batched [--no-guard] [--set normal|injection|all]
 """
 
@@ -15,7 +15,7 @@ import time
 from unittest import mock
 
 from ragloop.core.domain import Document
-from ragloop.core.models.chat import LlamaCppChatModel
+from ragloop.core.models.openai_compatible import LlamaCppChatModel
 from ragloop.grader import stage as grader_stage
 from ragloop.grader.guard import GuardedText
 from ragloop.grader.stage import GradingMode, ModelGrader

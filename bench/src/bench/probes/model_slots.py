@@ -6,7 +6,7 @@ hybrid-retrieval passages of the first SciFact test claims with the grader stage
 equal to the slots, no cache. Needs the rankings ``make bench-models`` caches, and nothing else
 running on the machine.
 
-    .venv/bin/python -m scripts.measure_slots --slots 1 4 --queries 6
+    .venv/bin/python -m bench.probes.model_slots --slots 1 4 --queries 6
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from bench.common import SHARED_DATA, cache_dir
 from bench.model_server import MODELS_DIR
 from bench.scifact import load_scifact
 from ragloop.core.domain import Document
-from ragloop.core.models.chat import LlamaCppChatModel
+from ragloop.core.models.openai_compatible import LlamaCppChatModel
 from ragloop.grader.stage import ModelGrader
 from ragloop.local.model_server import serving_model
 from ragloop.local.models import DEFAULT_MODEL

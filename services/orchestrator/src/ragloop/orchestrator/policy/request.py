@@ -1,8 +1,9 @@
 """The loop settings a query may choose, each declared once: type, range, default and meaning.
 
 The server's settings take these fields as they are (``RAGLOOP_TOP_K`` …, their defaults), the
-REST ``QueryRequest`` and RagService take them as optional overrides (``overrides_of``), and
-``policy.resolve_policy`` puts a request's own value, or the setting, into the ``LoopPolicy``.
+``QueryRequest`` of REST and RagService takes them as optional overrides (``overrides_of``), and
+``application.queries.resolve_policy`` puts a request's own value, or the setting, into the
+``LoopPolicy``.
 Adding one: a field here, its use in the loop, and a field in ``rag.proto``'s QueryRequest.
 """
 
@@ -14,11 +15,8 @@ from typing import Any
 from pydantic import BaseModel, Field, create_model
 
 from ragloop.core.settings import setting_variable
-from ragloop.orchestrator.loop.thresholds import MAX_REWRITE_ATTEMPTS
-
-# A round passes when at least this share of its passages passed grading: with a grader that
-# passes only passages holding the answer, one of the default five (docs/decisions/).
-DEFAULT_GRADE_PASS_THRESHOLD = 0.2
+from ragloop.orchestrator.policy.defaults import DEFAULT_GRADE_PASS_THRESHOLD
+from ragloop.orchestrator.policy.thresholds import MAX_REWRITE_ATTEMPTS
 
 
 class RequestPolicy(BaseModel):

@@ -1,7 +1,7 @@
 """Answer a few questions over docs/ with the real chat model: how much of each answer is copied
 verbatim from the passages, the citation check, and the time.
 
-    .venv/bin/python scripts/measure_generator.py --url http://127.0.0.1:8090
+    .venv/bin/python -m bench.probes.generator_copying --url http://127.0.0.1:8090
 
 "copied" is the share of the answer's word 6-grams that occur verbatim in the passages given to
 the model (1.0: every phrase copied; an answer in its own words scores low).
@@ -13,14 +13,14 @@ import argparse
 import asyncio
 import re
 import time
-from pathlib import Path
 
+from bench.common import ROOT
 from ragloop.core.domain import Document
-from ragloop.core.models.chat import LlamaCppChatModel
+from ragloop.core.models.openai_compatible import LlamaCppChatModel
 from ragloop.core.text import content_words
 from ragloop.generator.stage import ModelGenerator
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+DOCS = ROOT / "docs"
 QUESTIONS = [
     "Which process owns the Milvus Lite data directory, and why?",
     "What happens when a rewrite repeats a query that was already tried?",
