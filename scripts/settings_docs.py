@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic_settings import BaseSettings
 
+from ragloop.core.models.embedding_profiles import DEFAULT_EMBEDDING_MODEL
 from ragloop.core.settings import (
     ChatModelSettings,
     CommonSettings,
@@ -19,7 +20,7 @@ from ragloop.core.settings import (
     shared_settings,
 )
 from ragloop.core.stage_registry import STAGE_SPECS
-from ragloop.orchestrator.settings import OrchestratorSettings
+from ragloop.orchestrator.settings import FROM_EMBEDDING_PROFILE, OrchestratorSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- settings:begin -->", "<!-- settings:end -->"
@@ -27,6 +28,8 @@ ENV_EXAMPLE = ROOT / "deploy" / ".env.example"
 CONFIGURATION_DOC = ROOT / "docs" / "configuration.md"
 # deploy/.env.example ends with a hand-written section for docker compose, kept as it is.
 COMPOSE_SECTION = "# === docker compose"
+UNSET = "the embedding model's"
+NONE = "unset"
 
 # (who reads them, the class, the base class whose fields were listed already)
 GROUPS: list[tuple[str, type[BaseSettings], type[BaseSettings] | None]] = [
@@ -43,15 +46,27 @@ GROUPS: list[tuple[str, type[BaseSettings], type[BaseSettings] | None]] = [
 
 def rows() -> list[tuple[str, str, str, str]]:
     found = []
+    listed: set[str] = set()  # a field several groups read (the embedding model) is listed once
     for group, settings, base in GROUPS:
         inherited = set(base.model_fields) if base else set()
         for name, field in settings.model_fields.items():
-            if name in inherited:
+            if name in inherited or name in listed:
                 continue
+            listed.add(name)
             default = field.default
             value = str(default).lower() if isinstance(default, bool) else str(default)
+            if default is None:
+                value = NONE
+            elif name in FROM_EMBEDDING_PROFILE:
+                value = f"{UNSET}: {value} for {DEFAULT_EMBEDDING_MODEL}"
             found.append((setting_variable(name), value, group, field.description or ""))
     return found
+
+
+def is_unset(default: str) -> bool:
+    """A default that depends on another setting, or none: left unset in .env.example, since
+    compose passes every variable .env sets."""
+    return default == NONE or default.startswith(UNSET)
 
 
 def env_example() -> str:
@@ -64,7 +79,8 @@ def env_example() -> str:
         if who != group:
             lines += ["", f"# --- {who} ---"]
             group = who
-        lines += [f"# {description}", f"{variable}={value}"]
+        line = f"# {variable}=" if is_unset(value) else f"{variable}={value}"
+        lines += [f"# {description}", line]
     return "\n".join(lines) + "\n"
 
 

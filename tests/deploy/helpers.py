@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 from functools import cache
 
 from pydantic_settings import BaseSettings
@@ -80,3 +81,10 @@ def env_file_values(text: str) -> dict[str, str]:
 
 def env_example_values() -> dict[str, str]:
     return env_file_values(ENV_EXAMPLE.read_text())
+
+
+def env_example_unset() -> set[str]:
+    """Settings .env.example names but leaves unset (``# VAR=``): their default depends on
+    another setting (the embedding model's thresholds and prefixes), and compose would pass a
+    value written there."""
+    return set(re.findall(r"^# (RAGLOOP_[A-Z_]+)=$", ENV_EXAMPLE.read_text(), re.MULTILINE))

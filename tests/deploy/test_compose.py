@@ -29,6 +29,7 @@ from tests.deploy.helpers import (
     SERVICES,
     STAGES,
     all_settings_variables,
+    env_example_unset,
     env_example_values,
     env_file_values,
     grpc_port,
@@ -36,6 +37,7 @@ from tests.deploy.helpers import (
     settings_variables,
     variable,
 )
+from tests.observability.expressions import scrape_jobs
 
 SECRETS = ("RAGLOOP_API_KEYS", "GRAFANA_ADMIN_PASSWORD")
 HEALTHCHECK_COMMAND = ["CMD", "python", "-m", "ragloop.core.grpc.healthcheck"]
@@ -193,7 +195,7 @@ def test_each_service_gets_exactly_the_settings_it_reads(
 
 
 def test_every_variable_the_code_and_compose_read_is_in_env_example() -> None:
-    documented = set(env_example_values())
+    documented = set(env_example_values()) | env_example_unset()
     needed = all_settings_variables() | interpolated_variables(COMPOSE_FILE.read_text())
     missing = sorted(needed - documented)
     assert not missing, f"missing from deploy/.env.example (make settings-docs?): {missing}"
@@ -286,8 +288,8 @@ def test_stages_milvus_and_prometheus_stay_on_the_internal_network(
     outside = {
         name for name, service in config["services"].items() if set(service["networks"]) - internal
     }
-    # Published (orchestrator, Grafana) or downloading models (Ollama).
-    assert outside == {"orchestrator", "grafana", "ollama", "ollama-gpu"}
+    # Published (orchestrator, Grafana), downloading models (Ollama) or notifying (Alertmanager).
+    assert outside == {"orchestrator", "grafana", "ollama", "ollama-gpu", "alertmanager"}
 
 
 # --- observability --------------------------------------------------------------------------
@@ -296,13 +298,7 @@ def test_stages_milvus_and_prometheus_stay_on_the_internal_network(
 def test_prometheus_scrapes_every_service_that_serves_metrics(
     services: dict[str, dict[str, Any]],
 ) -> None:
-    scrape = yaml.safe_load(PROMETHEUS_CONFIG.read_text())
-    targets = {
-        target
-        for job in scrape["scrape_configs"]
-        for static in job["static_configs"]
-        for target in static["targets"]
-    }
+    targets = {target for job in scrape_jobs().values() for target in job}
     expected = {f"{stage}:{DEFAULT_METRICS_PORTS[stage]}" for stage in STAGES}
     for stage in STAGES:
         assert services[stage]["environment"]["RAGLOOP_METRICS_PORT"] == "auto"

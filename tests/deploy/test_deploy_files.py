@@ -91,9 +91,12 @@ def test_a_new_registry_row_reaches_every_deployment_file(with_a_reranker: dict[
     assert "reranker" in patched
 
     jobs = yaml.safe_load(files["prometheus/prometheus.yml"])["scrape_configs"]
-    assert {"job_name": "reranker", "static_configs": [{"targets": ["reranker:9105"]}]} in jobs
+    reranker_job = {"names": ["reranker"], "type": "A", "port": 9105, "refresh_interval": "15s"}
+    assert {"job_name": "reranker", "dns_sd_configs": [reranker_job]} in jobs
     rules = {r["alert"]: r["expr"] for r in _alert_rules(files["prometheus/alert-rules.yml"])}
     assert "|reranker" in rules["RagloopServiceDown"]
+    operator_rule = yaml.safe_load(files["k8s/components/monitoring/prometheus-rule.yaml"])
+    assert "|reranker" in operator_rule["spec"]["groups"][0]["rules"][0]["expr"]
     assert "RerankerService" in rules["RagloopModelStageLatencyHigh"]
     dashboard = json.loads(files["grafana/dashboards/ragloop-stages.json"])
     assert "|reranker" in json.dumps(dashboard)

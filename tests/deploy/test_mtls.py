@@ -8,10 +8,7 @@ it (and the default plaintext one must not), and the orchestrator's settings mus
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
-import subprocess
-import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import cache
@@ -37,6 +34,7 @@ from tests.deploy.helpers import (
     settings_class,
     settings_variables,
 )
+from tests.deploy.kustomize import find, kustomize
 from tests.reliability.pki import CLIENT, authority
 
 MTLS_COMPOSE = DEPLOY / "docker-compose.mtls.yml"
@@ -181,25 +179,11 @@ def test_compose_mtls_services_still_get_only_settings_they_read(
 @cache
 def rendered() -> tuple[Doc, ...]:
     """deploy/k8s with the Component, as `kubectl kustomize` renders an overlay listing it."""
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl (with its built-in kustomize) is not installed")
-    overlay = Path(tempfile.mkdtemp(prefix="ragloop-mtls-overlay-"))
-    base = os.path.relpath(K8S, overlay)
-    (overlay / "kustomization.yaml").write_text(
-        f"resources: [{base}]\ncomponents: [{os.path.relpath(COMPONENT, overlay)}]\n"
-    )
-    result = subprocess.run(
-        [kubectl, "kustomize", str(overlay)], capture_output=True, text=True, timeout=120
-    )
-    shutil.rmtree(overlay)
-    assert result.returncode == 0, result.stderr
-    return tuple(d for d in yaml.safe_load_all(result.stdout) if d)
+    return kustomize(K8S, (COMPONENT,))
 
 
 def k8s_object(kind: str, name: str) -> Doc:
-    (found,) = [d for d in rendered() if d["kind"] == kind and d["metadata"]["name"] == name]
-    return found
+    return find(rendered(), kind, name)
 
 
 def pod_mounts(deployment: Doc, tls_dir: Path) -> dict[str, Path]:

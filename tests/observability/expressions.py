@@ -141,9 +141,17 @@ def provisioned_datasources() -> dict[str, str]:
 
 
 def scrape_jobs() -> dict[str, list[str]]:
-    """Job name to targets, from deploy/prometheus/prometheus.yml."""
+    """Job name to targets (host:port), from deploy/prometheus/prometheus.yml: static ones, and
+    the names DNS service discovery resolves, with their port."""
     config = yaml.safe_load(PROMETHEUS_CONFIG.read_text())
-    return {
-        job["job_name"]: [t for static in job["static_configs"] for t in static["targets"]]
-        for job in config["scrape_configs"]
-    }
+    return {job["job_name"]: job_targets(job) for job in config["scrape_configs"]}
+
+
+def job_targets(job: dict[str, Any]) -> list[str]:
+    static = [t for config in job.get("static_configs", []) for t in config["targets"]]
+    resolved = [
+        f"{name}:{config['port']}"
+        for config in job.get("dns_sd_configs", [])
+        for name in config["names"]
+    ]
+    return static + resolved

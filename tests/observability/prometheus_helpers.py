@@ -54,7 +54,9 @@ def scrape_config_for(targets: dict[str, str], *, scrape_interval: str = "1s") -
     config["global"] = {"scrape_interval": scrape_interval, "evaluation_interval": scrape_interval}
     config["rule_files"] = [str(ALERT_RULES)]
     for job in config["scrape_configs"]:
+        job.pop("dns_sd_configs", None)  # the compose services' names resolve nowhere here
         job["static_configs"] = [{"targets": [targets[job["job_name"]]]}]
+    config.pop("alerting", None)  # no Alertmanager unless a test starts one
     return config
 
 

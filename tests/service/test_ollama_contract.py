@@ -16,6 +16,7 @@ import json
 import math
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -28,6 +29,7 @@ from ragloop.generator.prompts import ANSWER_SCHEMA
 from ragloop.generator.stage import ModelGenerator
 from ragloop.grader.prompts import GRADE_SCHEMA
 from ragloop.grader.stage import GradingMode, ModelGrader
+from tests.service.retriever_helpers import ingest, retrieve, retriever_stub, source
 
 GRADE_REPLY = '{"relevant": true, "confidence": 0.9, "reasoning": "states it"}'
 
@@ -239,8 +241,29 @@ def test_embeddings_over_ollama(ollama_url: str) -> None:
     [(path, body)] = FakeOllama.requests
     assert path == "/api/embed"
     assert body["model"] == "nomic-embed-text"
-    assert body["input"] == ["first text", "second text"]
+    # nomic-embed-text's task prefix for passages (embedding_profiles)
+    assert body["input"] == ["search_document: first text", "search_document: second text"]
     assert body["keep_alive"] == 300
+
+
+async def test_the_retriever_embeds_queries_and_chunks_with_the_models_prefixes(
+    ollama_url: str, tmp_path: Path
+) -> None:
+    """The real retriever service, as compose configures it (nomic-embed-text over Ollama), on
+    Milvus Lite: what it ingests reaches Ollama as "search_document: …", what it is asked as
+    "search_query: …"."""
+    settings = {"embedding_model": "ollama:nomic-embed-text", "ollama_url": ollama_url}
+    async with retriever_stub(str(tmp_path / "milvus.db"), **settings) as stub:
+        FakeOllama.requests.clear()  # the dimension probe and the warm-up
+        await ingest(stub, source("owner.md", "The retriever owns the data directory."))
+        await retrieve(stub, "Who owns the data directory?", mode="dense")
+    inputs = [
+        text for path, body in FakeOllama.requests if path == "/api/embed" for text in body["input"]
+    ]
+    assert inputs == [
+        "search_document: The retriever owns the data directory.",
+        "search_query: Who owns the data directory?",
+    ]
 
 
 async def test_ollama_down_is_a_dependency_error() -> None:

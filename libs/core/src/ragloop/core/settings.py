@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ragloop.core.models.embedding_profiles import DEFAULT_EMBEDDING_MODEL
 from ragloop.core.stage_registry import STAGE_SPECS
 
 if TYPE_CHECKING:
@@ -46,6 +47,19 @@ class CommonSettings(BaseSettings):
         description="OTLP/HTTP endpoint the service exports its traces to, e.g. "
         "`http://tempo:4318` (`/v1/traces` is appended). Empty: the standard "
         "`OTEL_EXPORTER_OTLP_ENDPOINT` if set, else tracing is off.",
+    )
+
+
+class EmbeddingModelSettings(BaseSettings):
+    """The embedding model: the retriever embeds with it; the orchestrator's similarity
+    thresholds default to its profile (ragloop.core.models.embedding_profiles)."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
+
+    embedding_model: str = Field(
+        DEFAULT_EMBEDDING_MODEL,
+        description="Provider-qualified embedding model: `local:all-minilm-l6-v2`, `ollama:NAME`. "
+        "Set it for the orchestrator too: its similarity thresholds default to the model's.",
     )
 
 

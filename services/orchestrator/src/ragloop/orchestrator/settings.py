@@ -1,16 +1,22 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from pydantic import Field, SecretStr, create_model, field_validator, model_validator
 
+from ragloop.core.models.embedding_profiles import DEFAULT_EMBEDDING_MODEL, embedding_profile
 from ragloop.core.names import Stage
+from ragloop.core.settings import EmbeddingModelSettings
 from ragloop.core.stage_registry import STAGE_SPECS, stage_spec
 from ragloop.orchestrator.policy import defaults
-from ragloop.orchestrator.policy.request import RequestPolicy
+from ragloop.orchestrator.policy.request import DEFAULT_PROFILE, RequestPolicy
 from ragloop.orchestrator.policy.thresholds import check_schedule
 from ragloop.orchestrator.reliability_settings import ReliabilitySettings
 from ragloop.orchestrator.stages import balancing
+
+# Settings whose default is the embedding model's (EmbeddingProfile's field of the same name).
+FROM_EMBEDDING_PROFILE = ("similarity_threshold", "similarity_relaxation")
 
 
 def _valid_address(cls: type, value: str) -> str:
@@ -43,7 +49,9 @@ StageAddresses = create_model(
 
 
 # retries, breaker, admission, stage TLS; and the defaults of what a query may choose
-class OrchestratorSettings(StageAddresses, ReliabilitySettings, RequestPolicy):
+class OrchestratorSettings(
+    StageAddresses, ReliabilitySettings, RequestPolicy, EmbeddingModelSettings
+):
     http_port: int = Field(8000, ge=0, le=65535, description="REST API port of the orchestrator.")
     orchestrator_grpc_port: int = Field(
         50050,
@@ -107,9 +115,10 @@ class OrchestratorSettings(StageAddresses, ReliabilitySettings, RequestPolicy):
         "`RAGLOOP_SIMILARITY_RELAXATION` (per request: `relax_similarity`).",
     )
     similarity_relaxation: list[float] = Field(
-        [0.65, 0.5, 0.35],
+        list(DEFAULT_PROFILE.similarity_relaxation),
         description="Similarity thresholds of rounds 1, 2, 3… when relaxing (JSON list, 1 to 6 "
-        "values in [0, 1], never increasing; later rounds keep the last).",
+        "values in [0, 1], never increasing; later rounds keep the last). Default: the "
+        "embedding model's.",
     )
     max_generation_documents: int = Field(
         defaults.DEFAULT_MAX_GENERATION_DOCUMENTS,
@@ -176,6 +185,17 @@ class OrchestratorSettings(StageAddresses, ReliabilitySettings, RequestPolicy):
         description="Largest multipart file upload, all files together (also the most text one "
         "uploaded file may yield).",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _embedding_model_thresholds(cls, data: Any) -> Any:
+        """The similarity thresholds not set default to the embedding model's: thresholds
+        measured on one model's similarities mean something else on another's."""
+        if isinstance(data, dict):
+            profile = embedding_profile(str(data.get("embedding_model") or DEFAULT_EMBEDDING_MODEL))
+            for name in FROM_EMBEDDING_PROFILE:
+                data.setdefault(name, getattr(profile, name))
+        return data
 
     def stage_address(self, stage: Stage) -> str:
         return str(getattr(self, stage_spec(stage).address_setting))

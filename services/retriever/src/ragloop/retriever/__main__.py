@@ -21,6 +21,8 @@ def build_retriever(settings: RetrieverSettings) -> MilvusRetriever:
         settings.embedding_model,
         ollama_url=settings.ollama_url,
         ollama_keep_alive_s=settings.ollama_keep_alive_s,
+        query_prefix=settings.embedding_query_prefix,
+        document_prefix=settings.embedding_document_prefix,
     )
     store = MilvusStore(
         settings.milvus_uri,

@@ -5,7 +5,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from ragloop.core.names import RetrievalMode, Stage
-from ragloop.core.settings import ModelProviderSettings
+from ragloop.core.settings import EmbeddingModelSettings, ModelProviderSettings
 from ragloop.core.stage_registry import stage_spec
 from ragloop.retriever.windows import MAX_WINDOW_CHUNKS
 
@@ -14,7 +14,7 @@ MAX_CHUNK_CHARACTERS = 8000
 MIN_CHUNK_TOKENS = 16
 
 
-class RetrieverSettings(ModelProviderSettings):
+class RetrieverSettings(ModelProviderSettings, EmbeddingModelSettings):
     retriever_port: int = Field(
         stage_spec(Stage.RETRIEVER).port, ge=0, le=65535, description="gRPC port of the retriever."
     )
@@ -24,9 +24,16 @@ class RetrieverSettings(ModelProviderSettings):
     )
     milvus_token: str = Field("", description="Milvus token (user:password) for a secured server.")
     default_collection: str = Field("ragloop", description="Collection used when none is given.")
-    embedding_model: str = Field(
-        "local:all-minilm-l6-v2",
-        description="Provider-qualified embedding model: `local:all-minilm-l6-v2`, `ollama:NAME`.",
+    embedding_query_prefix: str | None = Field(
+        None,
+        description="Text put before each query before it is embedded (unset: the embedding "
+        "model's own, e.g. `search_query: ` for nomic-embed-text; empty: none).",
+    )
+    embedding_document_prefix: str | None = Field(
+        None,
+        description="Text put before each chunk before it is embedded (unset: the embedding "
+        "model's own, e.g. `search_document: ` for nomic-embed-text; empty: none). Vectors "
+        "written with other prefixes do not match: ingest again after changing it.",
     )
     embedding_batch_size: int = Field(32, ge=1, le=512, description="Texts per embedding call.")
     ingest_batch_chunks: int = Field(

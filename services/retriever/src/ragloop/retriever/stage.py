@@ -109,15 +109,15 @@ class MilvusRetriever:
             self._store.forget_layouts()
             raise DependencyUnavailable(f"Milvus call failed: {exc.message}") from exc
 
-    async def _embed(self, texts: list[str]) -> list[list[float]]:
+    async def _embed(self, texts: list[str], *, queries: bool = False) -> list[list[float]]:
+        """Documents' vectors, or with ``queries`` the queries' (each model's prefixes differ)."""
         loop = asyncio.get_running_loop()
         name, attributes = tracing.model_call("embeddings", self._embedder.name)
+        embed = self._embedder.embed_queries if queries else self._embedder.embed
         with tracing.call_span(name, attributes):
             started = time.perf_counter()
             try:
-                vectors = await loop.run_in_executor(
-                    self._embed_threads, self._embedder.embed, texts
-                )
+                vectors = await loop.run_in_executor(self._embed_threads, embed, texts)
             except Exception as exc:
                 count_model_failure(Stage.RETRIEVER, self._embedder.name, exc)
                 raise
@@ -172,7 +172,7 @@ class MilvusRetriever:
         if used != DENSE and not layout.has_sparse:
             used = self._without_bm25(name, requested)
         expression = all_of(self._store.tenant_filter(name, layout, tenant), *conditions)
-        [vector] = await self._embed([query])
+        [vector] = await self._embed([query], queries=True)
         request = SearchRequest(used, vector, query, top_k, expression)
         with tracing.call_span(f"search {name}", _search_attributes(name, used)) as span:
             started = time.perf_counter()

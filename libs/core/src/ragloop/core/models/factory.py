@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ragloop.core.errors import ConfigurationError
 from ragloop.core.models.chat import ChatModel
+from ragloop.core.models.embedding_profiles import Prefixes, embedding_profile
 from ragloop.core.models.embeddings import Embedder, OllamaEmbedder, OnnxMiniLMEmbedder
 from ragloop.core.models.ollama import OllamaChatModel
 from ragloop.core.models.openai_compatible import LlamaCppChatModel, OpenAICompatibleChatModel
@@ -22,17 +23,33 @@ def parse_model_ref(ref: str) -> tuple[str, str]:
     return provider.lower(), model
 
 
-def make_embedder(ref: str, *, ollama_url: str, ollama_keep_alive_s: int = 600) -> Embedder:
+def make_embedder(
+    ref: str,
+    *,
+    ollama_url: str,
+    ollama_keep_alive_s: int = 600,
+    query_prefix: str | None = None,
+    document_prefix: str | None = None,
+) -> Embedder:
+    """The embedder of ``ref``, with the prefixes of its profile unless given (None: the
+    model's)."""
     provider, model = parse_model_ref(ref)
+    own = embedding_profile(ref).prefixes
+    prefixes = Prefixes(
+        own.query if query_prefix is None else query_prefix,
+        own.document if document_prefix is None else document_prefix,
+    )
     if provider == "local":
         if model not in LOCAL_EMBEDDING_MODELS:
             raise ConfigurationError(
                 f"unknown local embedding model {model!r}; "
                 f"available: {sorted(LOCAL_EMBEDDING_MODELS)}"
             )
-        return OnnxMiniLMEmbedder(ref)
+        return OnnxMiniLMEmbedder(ref, prefixes=prefixes)
     if provider == "ollama":
-        return OllamaEmbedder(ref, model, base_url=ollama_url, keep_alive_s=ollama_keep_alive_s)
+        return OllamaEmbedder(
+            ref, model, base_url=ollama_url, keep_alive_s=ollama_keep_alive_s, prefixes=prefixes
+        )
     raise ConfigurationError(f"unknown embedding provider {provider!r} in {ref!r} (local, ollama)")
 
 

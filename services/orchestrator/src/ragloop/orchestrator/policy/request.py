@@ -14,15 +14,22 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
+from ragloop.core.models.embedding_profiles import DEFAULT_EMBEDDING_MODEL, embedding_profile
 from ragloop.core.settings import setting_variable
 from ragloop.orchestrator.policy.defaults import DEFAULT_GRADE_PASS_THRESHOLD
 from ragloop.orchestrator.policy.thresholds import MAX_REWRITE_ATTEMPTS
+
+DEFAULT_PROFILE = embedding_profile(DEFAULT_EMBEDDING_MODEL)
 
 
 class RequestPolicy(BaseModel):
     top_k: int = Field(5, ge=1, le=50, description="Passages retrieved per round.")
     similarity_threshold: float = Field(
-        0.3, ge=0, le=1, description="Minimum cosine similarity of a retrieved passage."
+        DEFAULT_PROFILE.similarity_threshold,
+        ge=0,
+        le=1,
+        description="Minimum cosine similarity of a retrieved passage (server default: the "
+        "embedding model's, see `RAGLOOP_EMBEDDING_MODEL`).",
     )
     max_rewrite_attempts: int = Field(
         3, ge=0, le=MAX_REWRITE_ATTEMPTS, description="Rewrites allowed per query."
