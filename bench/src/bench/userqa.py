@@ -55,8 +55,8 @@ from ragloop.core.stages import Generator, Retriever
 from ragloop.generator.__main__ import build_generator
 from ragloop.generator.settings import GeneratorSettings
 from ragloop.local.models import QWEN_CODER_1_5B
-from ragloop.orchestrator.loop.corrective import LoopPolicy
 from ragloop.orchestrator.application.policy import server_policy
+from ragloop.orchestrator.loop.corrective import LoopPolicy
 from ragloop.orchestrator.settings import OrchestratorSettings
 from ragloop.retriever.__main__ import build_retriever
 from ragloop.retriever.settings import RetrieverSettings
