@@ -21,7 +21,7 @@ from ragloop.core.grpc.server import LIVENESS_SERVICE
 from ragloop.core.names import Stage
 from ragloop.local.processes import free_port
 from ragloop.v1 import retriever_pb2, retriever_pb2_grpc
-from tests.reliability.stage_process import (
+from tests.stage_process import (
     NOT_SERVING,
     SERVING,
     health,
@@ -61,7 +61,7 @@ class FakeOllamaEmbeddings(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base's name
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 

@@ -54,7 +54,9 @@ async def test_the_next_start_repairs_a_collection_that_records_no_model(milvus_
     assert MODEL_PROPERTY not in properties(milvus_uri)
 
     async with retriever_stub(milvus_uri) as stub:
-        await ingest(stub, source("cats.md", "Cats sleep sixteen hours a day."), collection=COLLECTION)
+        await ingest(
+            stub, source("cats.md", "Cats sleep sixteen hours a day."), collection=COLLECTION
+        )
         found = await retrieve(stub, "How long do cats sleep?", collection=COLLECTION)
     assert [d.source for d in found.documents] == ["cats.md"]
     assert properties(milvus_uri) == {MODEL_PROPERTY: MINILM, DIMENSION_PROPERTY: "384"}

@@ -4,6 +4,7 @@ and its gRPC health as the kubelet or compose's healthcheck would ask for it."""
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,7 +14,6 @@ from ragloop.core.names import Stage
 from ragloop.core.settings import setting_variable
 from ragloop.core.stage_registry import stage_spec
 from ragloop.local.processes import ChildProcess, free_port
-from tests.reliability.conftest import wait_until
 
 SERVING, NOT_SERVING = "SERVING", "NOT_SERVING"
 STOP_TIMEOUT_S = 30
@@ -62,7 +62,10 @@ def wait_for_health(
         seen.append(health(address))
         return wanted(seen[-1])
 
-    assert wait_until(reached, timeout_s, interval_s=0.05), (
+    deadline = time.monotonic() + timeout_s
+    while not reached() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert wanted(seen[-1]), (
         f"{child.name}: health never as wanted in {timeout_s} s; last {seen[-3:]}\n"
         f"{child.log_tail()}"
     )
