@@ -12,7 +12,8 @@ PrometheusRule, ``deploy/k8s/components/monitoring/prometheus-rule.yaml``. Regio
 hand-written files, between a ``# begin <region>: …`` and a ``# end <region>`` line: the stages'
 services (from ``deploy/templates/compose-stage.yml``) and the orchestrator's stage addresses and
 dependencies in docker-compose.yml, the stage manifests and images of the kustomization, the stage
-addresses of the ConfigMap, and the stages' scrape jobs. In place: the PromQL matchers that name
+addresses of the ConfigMap, and the stages' scrape jobs; the shutdown timings (``SHUTDOWN``) in
+the compose file, the ConfigMap and every Deployment. In place: the PromQL matchers that name
 the ragloop jobs and the chat stages' services (alert rules, stages dashboard).
 tests/deploy/test_deploy_files.py fails while any of them is out of date.
 """
@@ -61,6 +62,26 @@ class Sizing:
     max_replicas: int = 8
 
 
+@dataclass(frozen=True)
+class Shutdown:
+    """How every ragloop container stops, the one place its timings are set (docs/deployment.md,
+    "Draining on shutdown"): on SIGTERM it reports NOT_SERVING and keeps answering for
+    ``drain_s`` (readiness probes every 5 s, two failures, take it out of the Service, and the
+    orchestrator's clients, which watch health, stop choosing it at once), then stops accepting
+    and gives in-flight work ``grace_s``: a query's whole default time budget, so a streamed
+    answer admitted before the signal ends normally. Kubernetes and compose kill it only after
+    both and ``margin_s`` for closing clients."""
+
+    drain_s: int = 10
+    grace_s: int = round(OrchestratorSettings.model_fields["time_budget_s"].default)
+    margin_s: int = 10
+
+    @property
+    def kill_after_s(self) -> int:
+        return self.drain_s + self.grace_s + self.margin_s
+
+
+SHUTDOWN = Shutdown()
 SIZING = {
     Stage.RETRIEVER: Sizing(cpu="250m", memory="512Mi", memory_limit="2Gi", max_replicas=6),
     Stage.REWRITER: Sizing(max_replicas=4),
@@ -211,6 +232,17 @@ def compose_dependencies() -> str:
     return "".join(f"{spec.name}:\n  condition: service_healthy\n" for spec in STAGE_SPECS)
 
 
+def shutdown_settings() -> str:
+    return (
+        f'{setting_variable("shutdown_drain_s")}: "{SHUTDOWN.drain_s}"\n'
+        f'{setting_variable("shutdown_grace_s")}: "{SHUTDOWN.grace_s}"\n'
+    )
+
+
+def stop_grace_period() -> str:
+    return f"stop_grace_period: {SHUTDOWN.kill_after_s}s\n"
+
+
 # --- Kubernetes -----------------------------------------------------------------------------
 
 
@@ -232,6 +264,7 @@ def k8s_manifest(spec: StageSpec) -> str:
         port=spec.port,
         metrics_port=spec.metrics_port,
         secret_env="\n".join(secret_env),
+        termination_grace_s=SHUTDOWN.kill_after_s,
         **asdict(SIZING.get(spec.name, Sizing())),
     )
     return without_blank_lines(text)
@@ -256,6 +289,10 @@ def k8s_mtls() -> str:
 
 def k8s_manifests() -> str:
     return "".join(f"- {spec.name}.yaml\n" for spec in STAGE_SPECS)
+
+
+def termination_grace() -> str:
+    return f"terminationGracePeriodSeconds: {SHUTDOWN.kill_after_s}\n"
 
 
 def k8s_images() -> str:
@@ -352,12 +389,18 @@ def with_matchers_current(path: Path, text: str) -> str:
 # The regions each hand-written file holds, and what fills each.
 REGIONS: dict[Path, dict[str, Callable[[], str]]] = {
     DEPLOY / "docker-compose.yml": {
+        "shutdown-settings": shutdown_settings,
+        "stop-grace": stop_grace_period,
         "stage-services": compose_services,
         "stage-addresses": stage_addresses,
         "stage-dependencies": compose_dependencies,
     },
     K8S / "kustomization.yaml": {"stage-manifests": k8s_manifests, "stage-images": k8s_images},
-    K8S / "settings.yaml": {"stage-addresses": stage_addresses},
+    K8S / "settings.yaml": {
+        "stage-addresses": stage_addresses,
+        "shutdown-settings": shutdown_settings,
+    },
+    K8S / "orchestrator.yaml": {"termination-grace": termination_grace},
     DEPLOY / "prometheus" / "prometheus.yml": {"stage-jobs": scrape_jobs},
 }
 REGION = re.compile(

@@ -1,6 +1,7 @@
 """A chat model server for the fault tests: OpenAI's ``/v1/chat/completions`` on 127.0.0.1 (what
-llama-server speaks), answering every stage's JSON schema at once with a valid reply, so the
-stage processes run their real code while the test decides when a stage's model call ends.
+llama-server speaks), answering every stage's JSON schema at once with a valid reply (streamed
+when asked), so the stage processes run their real code while the test decides when a stage's
+model call ends.
 
 The stage is told by the reply schema it asks for, a one-token scored call by its system
 message (the grader's, or the generator's answer-match and support checks and lead). A grader
@@ -112,7 +113,7 @@ class ScriptedModel:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 scripted = model.reply(body)
-                if self.path != "/v1/chat/completions" or scripted is None or body.get("stream"):
+                if self.path != "/v1/chat/completions" or scripted is None:
                     self._send(400, {"error": {"message": "the scripted model cannot answer this"}})
                     return
                 stage, reply = scripted
@@ -121,7 +122,27 @@ class ScriptedModel:
                 hold = model._holds.get(stage)
                 if hold is not None:
                     hold._enter()
-                self._send(200, _completion(reply))
+                if body.get("stream"):
+                    self._send_stream(_completion(reply))
+                else:
+                    self._send(200, _completion(reply))
+
+            def _send_stream(self, completion: dict[str, Any]) -> None:
+                """The completion as OpenAI streams it: its text in one delta, the usage, [DONE];
+                the connection's end ends the body (HTTP/1.0)."""
+                text = completion["choices"][0]["message"]["content"]
+                events = [
+                    {"choices": [{"delta": {"content": text}}]},
+                    {"choices": [], "usage": completion["usage"]},
+                ]
+                data = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+                try:
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    self.end_headers()
+                    self.wfile.write(data.encode())
+                except OSError:
+                    pass  # the stage that asked was killed meanwhile
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()

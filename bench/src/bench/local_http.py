@@ -10,10 +10,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 @contextmanager
-def serving_http(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
-    """``handler`` served on a free port of 127.0.0.1, one daemon thread a request; its base
-    URL. Stopped, its port closed, on the way out."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+def serving_http(handler: type[BaseHTTPRequestHandler], port: int = 0) -> Iterator[str]:
+    """``handler`` served on ``port`` (0: a free one) of 127.0.0.1, one daemon thread a request;
+    its base URL. Stopped, its port closed, on the way out."""
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -33,8 +33,18 @@ class CommonSettings(BaseSettings):
     bind_host: str = Field(
         "127.0.0.1", description="Address services listen on; 0.0.0.0 inside containers."
     )
+    shutdown_drain_s: float = Field(
+        0.0,
+        ge=0,
+        description="Seconds a service keeps answering new calls after SIGTERM while its "
+        "health and readiness already say NOT_SERVING, so that load balancers and clients stop "
+        "sending before it stops accepting (deploy files: written by `make deploy-files`).",
+    )
     shutdown_grace_s: float = Field(
-        5.0, gt=0, description="Seconds in-flight calls get to finish on SIGTERM."
+        5.0,
+        gt=0,
+        description="Seconds in-flight calls, streamed answers included, get to finish once a "
+        "service stops accepting (after the drain).",
     )
     metrics_port: Annotated[int, Field(ge=0, le=65535)] | Literal["auto"] = Field(
         "auto",

@@ -28,7 +28,7 @@ def build_retriever(settings: RetrieverSettings) -> MilvusRetriever:
         settings.milvus_uri,
         token=settings.milvus_token,
         model_name=embedder.name,
-        dimension=embedder.dimension,
+        dimension=lambda: embedder.dimension,  # asked once the model answers (stage.connect)
         fusion=Fusion(
             ranker=settings.hybrid_ranker,
             rrf_k=settings.rrf_k,
@@ -65,6 +65,7 @@ def build_spec(settings: RetrieverSettings) -> ServiceSpec:
         retriever_pb2,
         on_shutdown=[close],
         on_startup=[stage.warm_up],
+        dependencies=stage.connect,
     )
 
 

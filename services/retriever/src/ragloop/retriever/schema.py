@@ -7,9 +7,9 @@ FLOAT_VECTOR, HNSW/COSINE) and ``sparse`` (SPARSE_FLOAT_VECTOR written by the BM
 SPARSE_INVERTED_INDEX/BM25). Both indexes are created with the collection, before any insert.
 A server's version decides what it gets (:class:`ServerFeatures`): before 2.5 no ``sparse``
 (no BM25), before 2.3.11 a ``tenant`` that is not a partition key (upserts misplaced rows).
-Its consistency level is Session: a Milvus server then shows the retriever its own writes at
-once (the default, Bounded, hides them for seconds; Strong makes every search wait for the next
-time tick, 200 ms on Milvus 2.3). Milvus Lite is always strongly consistent.
+Its consistency level is Strong, and the retriever reads Strong whatever a collection says
+(``consistency.py``): every replica sees every acknowledged write (the default, Bounded, hides
+them for seconds). Milvus Lite is always strongly consistent.
 
 Collections written by older ragloop versions lack ``sparse`` and ``tenant``.
 :class:`CollectionLayout` says which fields a collection has, so that callers can fall back or
@@ -42,7 +42,7 @@ BM25_MIN_VERSION = (2, 5, 0)
 # fixed by #30773), so tenant-filtered searches missed upserted chunks. There the tenant is a
 # plain field: still filtered on, without partition pruning.
 PARTITION_KEY_MIN_VERSION = (2, 3, 11)
-CONSISTENCY_LEVEL = "Session"
+CONSISTENCY_LEVEL = "Strong"
 
 # Lower-case words (the standard tokenizer lower-cases) that carry no meaning for BM25. Spelled
 # out rather than Milvus's "_english_" shorthand, which Milvus Lite does not know.
@@ -106,10 +106,24 @@ def supports_bm25(server_version: str) -> bool:
     return ServerFeatures.of(server_version).bm25
 
 
+def vector_dimension(description: dict[str, Any]) -> int:
+    """The dimension of a collection's dense vectors, from its ``describe_collection``."""
+    for described in description.get("fields", []):
+        if described["name"] == DENSE_FIELD:
+            return int(described.get("params", {}).get("dim", 0))
+    return 0
+
+
 def create_collection(
-    client: MilvusClient, name: str, *, dimension: int, features: ServerFeatures
+    client: MilvusClient,
+    name: str,
+    *,
+    dimension: int,
+    features: ServerFeatures,
+    properties: dict[str, str],
 ) -> None:
-    """Create ``name`` with its indexes (dense HNSW/COSINE, and BM25 where the server has it)."""
+    """Create ``name`` with its indexes (dense HNSW/COSINE, and BM25 where the server has it)
+    and ``properties``."""
     with_bm25 = features.bm25
     schema = client.create_schema(auto_id=False)
     schema.add_field(ID_FIELD, DataType.VARCHAR, is_primary=True, max_length=64)
@@ -151,5 +165,9 @@ def create_collection(
             field_name=SPARSE_FIELD, index_type="SPARSE_INVERTED_INDEX", metric_type="BM25"
         )
     client.create_collection(
-        name, schema=schema, index_params=index, consistency_level=CONSISTENCY_LEVEL
+        name,
+        schema=schema,
+        index_params=index,
+        consistency_level=CONSISTENCY_LEVEL,
+        properties=properties,
     )

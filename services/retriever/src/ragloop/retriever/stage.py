@@ -124,6 +124,13 @@ class MilvusRetriever:
             observe_model_call(Stage.RETRIEVER, self._embedder.name, time.perf_counter() - started)
         return vectors
 
+    async def connect(self) -> None:
+        """Raise DependencyUnavailable naming what does not answer yet: the embedding model
+        (asked for its dimension: a remote model's is known only from an answer) or Milvus."""
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._embed_threads, lambda: self._embedder.dimension)
+        await self._milvus(self._store.server_features)
+
     async def warm_up(self) -> None:
         """Load the embedding model and open Milvus before the first request: without this the
         first query after a start paid for both (the ONNX session was the largest cost the

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from ragloop.core.domain import CollectionInfo, Document
 from ragloop.core.errors import ConfigurationError, DependencyUnavailable, NotFound
 from ragloop.core.validation import collection_name
 from ragloop.retriever import schema
-from ragloop.retriever.consistency import ReadYourDeletesClient
+from ragloop.retriever.consistency import StrongReadsClient
 from ragloop.retriever.expressions import all_of, equals, string_literal
 from ragloop.retriever.schema import CollectionLayout, ServerFeatures
 from ragloop.retriever.search import (
@@ -83,13 +83,15 @@ class MilvusStore:
         *,
         token: str = "",
         model_name: str,
-        dimension: int,
+        dimension: int | Callable[[], int],
         fusion: Fusion | None = None,
     ) -> None:
+        """``dimension``: of the model's vectors, or how to ask for it (asked when a collection
+        is first checked or created: a remote model may not answer yet when this is built)."""
         self._uri = uri
         self._token = token
         self._model_name = model_name
-        self._dimension = dimension
+        self._dimension_of = dimension if callable(dimension) else lambda: dimension
         self._fusion = fusion or Fusion()
         self._client: MilvusClient | None = None
         self._layouts: dict[str, CollectionLayout] = {}
@@ -102,7 +104,7 @@ class MilvusStore:
             if not is_server:
                 Path(self._uri).parent.mkdir(parents=True, exist_ok=True)
             try:
-                self._client = ReadYourDeletesClient(
+                self._client = StrongReadsClient(
                     uri=self._uri, token=self._token, grpc_options=GRPC_OPTIONS
                 )
             except MilvusException as exc:
@@ -150,7 +152,7 @@ class MilvusStore:
             exists=True,
             chunk_count=self._chunk_count(collection),
             embedding_model=properties.get(MODEL_PROPERTY, ""),
-            dimension=int(properties.get(DIMENSION_PROPERTY, 0) or 0),
+            dimension=schema.vector_dimension(description),
             full_text=layout.has_sparse,
             tenants=layout.has_tenant,
         )
@@ -158,14 +160,13 @@ class MilvusStore:
     def _chunk_count(self, collection: str) -> int:
         """The chunks of ``collection``. A server's statistics count flushed rows only, deleted
         ones included until compaction, so a loaded collection is counted by a query (which sees
-        this client's own writes); one not loaded gets the statistics' estimate."""
+        every acknowledged write); one not loaded gets the statistics' estimate."""
         if self.client.get_load_state(collection)["state"] != LoadState.Loaded:
             return int(self.client.get_collection_stats(collection).get("row_count", 0))
         [row] = self.client.query(
             collection,
             filter="",
             output_fields=["count(*)"],
-            consistency_level=schema.CONSISTENCY_LEVEL,  # also for older, Bounded collections
         )
         return int(row["count(*)"])
 
@@ -180,21 +181,43 @@ class MilvusStore:
             if not create:
                 return None
             self._create(collection)
-        info = self.describe(collection)
-        if info.dimension and info.dimension != self._dimension:
-            raise ConfigurationError(
-                f"collection {collection!r} holds {info.dimension}-dimensional vectors but the "
-                f"embedding model {self._model_name!r} makes {self._dimension}-dimensional ones"
-            )
-        if info.embedding_model and info.embedding_model != self._model_name:
-            raise ConfigurationError(
-                f"collection {collection!r} was embedded with {info.embedding_model!r}; "
-                f"this retriever uses {self._model_name!r}. Re-ingest into a new collection."
-            )
+        description = self.client.describe_collection(collection)
+        self._check_model(collection, description)
         self.client.load_collection(collection)
-        layout = CollectionLayout(has_sparse=info.full_text, has_tenant=info.tenants)
+        layout = CollectionLayout.of(description)
         self._layouts[collection] = layout
         return layout
+
+    def _model_properties(self) -> dict[str, str]:
+        return {MODEL_PROPERTY: self._model_name, DIMENSION_PROPERTY: str(self._dimension_of())}
+
+    def _check_model(self, collection: str, description: dict[str, Any]) -> None:
+        """Refuse a collection of another model (FAILED_PRECONDITION naming both). One that
+        records no model (created by an older ragloop, or before this one wrote its properties)
+        but holds vectors of our dimension is recorded as ours."""
+        dimension = self._dimension_of()
+        stored = schema.vector_dimension(description)
+        recorded = description.get("properties", {}).get(MODEL_PROPERTY, "")
+        if stored != dimension:
+            of = f" of {recorded!r}" if recorded else ""
+            raise ConfigurationError(
+                f"collection {collection!r} holds {stored}-dimensional vectors{of} but the "
+                f"embedding model {self._model_name!r} makes {dimension}-dimensional ones. "
+                "Re-ingest into a new collection."
+            )
+        if recorded and recorded != self._model_name:
+            raise ConfigurationError(
+                f"collection {collection!r} was embedded with {recorded!r}; "
+                f"this retriever uses {self._model_name!r}. Re-ingest into a new collection."
+            )
+        if not recorded:
+            log.warning(
+                "collection %r records no embedding model; its vectors have the dimension of "
+                "%r, which is recorded now",
+                collection,
+                self._model_name,
+            )
+            self.client.alter_collection_properties(collection, properties=self._model_properties())
 
     def forget_layouts(self) -> None:
         """Check (and load) every collection again on its next use."""
@@ -213,15 +236,14 @@ class MilvusStore:
         self.client.drop_collection(collection)
 
     def _create(self, collection: str) -> None:
+        # The model and dimension are written with the collection, in the same call: a crash
+        # cannot leave a collection that records neither (``_check_model`` repairs older ones).
         schema.create_collection(
             self.client,
             collection,
-            dimension=self._dimension,
+            dimension=self._dimension_of(),
             features=self.server_features(),
-        )
-        self.client.alter_collection_properties(
-            collection,
-            properties={MODEL_PROPERTY: self._model_name, DIMENSION_PROPERTY: str(self._dimension)},
+            properties=self._model_properties(),
         )
 
     def seal(self, collections: Iterable[str] | None = None) -> None:

@@ -1,9 +1,15 @@
 """Async gRPC server bootstrap: health (grpc.health.v1), reflection, Prometheus metrics,
-traces when tracing is on, optional TLS, graceful SIGTERM shutdown."""
+traces when tracing is on, optional TLS, waiting for dependencies, and draining on SIGTERM.
+
+Health: the server ("") and each service are NOT_SERVING until the dependencies answer and the
+warm-ups ran, then SERVING, and NOT_SERVING again from the moment SIGTERM arrives (readiness).
+``LIVENESS_SERVICE`` is SERVING from the bind until the server stops (liveness and start-up
+probes: a stage waiting for a model that is still being pulled is alive, not ready)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 from collections.abc import Awaitable, Callable, Sequence
@@ -15,6 +21,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from ragloop.core.grpc.dependencies import Check, DependencyGate, wait_for_dependencies
 from ragloop.core.grpc.request_id import RequestIdInterceptor
 from ragloop.core.grpc.rpc_metrics import SERVER
 from ragloop.core.grpc.server_metrics import ServerMetricsInterceptor
@@ -29,6 +36,7 @@ from ragloop.core.tracing import setup_tracing
 log = logging.getLogger(__name__)
 
 Registrar = Callable[[grpc.aio.Server], None]
+LIVENESS_SERVICE = "liveness"
 
 
 @dataclass
@@ -42,6 +50,9 @@ class ServiceSpec:
     # Run after the port is bound and before the health status turns SERVING (warm-ups). A hook
     # that fails is logged and the service serves anyway: its requests then report the cause.
     on_startup: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    # Awaited after the port is bound, again with backoff until it succeeds: what the stage
+    # cannot serve without (see ``dependencies.py``). None: nothing to wait for.
+    dependencies: Check | None = None
 
     @classmethod
     def for_servicer(
@@ -52,6 +63,7 @@ class ServiceSpec:
         proto_module: ModuleType,
         on_shutdown: Sequence[Callable[[], Awaitable[None]]] = (),
         on_startup: Sequence[Callable[[], Awaitable[None]]] = (),
+        dependencies: Check | None = None,
     ) -> ServiceSpec:
         """A spec for one servicer; its service names come from the generated ``*_pb2`` module."""
         return cls(
@@ -60,6 +72,7 @@ class ServiceSpec:
             service_names=[s.full_name for s in proto_module.DESCRIPTOR.services_by_name.values()],
             on_shutdown=list(on_shutdown),
             on_startup=list(on_startup),
+            dependencies=dependencies,
         )
 
 
@@ -69,14 +82,33 @@ class RunningServer:
     port: int
     health: health.aio.HealthServicer
     spec: ServiceSpec
+    # Waits for the dependencies, warms up, then reports SERVING (set by start_server).
+    ready: asyncio.Task[None] | None = None
+    draining: bool = False
+
+    async def set_serving(self, serving: bool) -> None:
+        status = health_pb2.HealthCheckResponse.SERVING if serving else _NOT_SERVING
+        for name in ["", *self.spec.service_names]:
+            await self.health.set(name, status)
+
+    async def drain(self) -> None:
+        """Report NOT_SERVING (readiness probes fail, clients that watch health go elsewhere)
+        while still answering calls: the first step of a shutdown."""
+        self.draining = True
+        await self.set_serving(False)
 
     async def stop(self, grace: float) -> None:
+        """Refuse new calls, give those in flight ``grace`` seconds, run the shutdown hooks."""
+        self.draining = True
+        if self.ready is not None:
+            self.ready.cancel()
         await self.health.enter_graceful_shutdown()
         await self.server.stop(grace)
         for hook in self.spec.on_shutdown:
             await hook()
 
 
+_NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 MAX_CONNECTION_AGE_S = 60.0  # gRPC adds ±10% jitter
 
@@ -88,11 +120,14 @@ async def start_server(
     port: int,
     credentials: grpc.ServerCredentials | None = None,
     interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+    wait_ready: bool = True,
 ) -> RunningServer:
-    """Start serving ``spec`` on host:port (port 0 picks a free one) and mark it SERVING: over
-    TLS with ``credentials`` (only TLS then), else plaintext. ``interceptors`` run inside the
-    tracing, request-id and metrics interceptors, so what they refuse is traced, logged and
-    counted."""
+    """Start serving ``spec`` on host:port (port 0 picks a free one): over TLS with
+    ``credentials`` (only TLS then), else plaintext. ``interceptors`` run inside the tracing,
+    request-id and metrics interceptors, so what they refuse is traced, logged and counted.
+    ``wait_ready``: return once it is SERVING (its dependencies answered); else at once, with
+    ``RunningServer.ready`` still running."""
+    gate = DependencyGate(spec.name, spec.service_names) if spec.dependencies else None
     server = grpc.aio.server(
         interceptors=[
             *tracing_interceptors(),
@@ -100,6 +135,7 @@ async def start_server(
             ServerMetricsInterceptor(),
             UndecodableRequestInterceptor(),
             *interceptors,
+            *([gate] if gate else []),
         ],
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
@@ -135,23 +171,35 @@ async def start_server(
     except RuntimeError as exc:  # grpc raises it for every failed bind (Core returned port 0)
         raise OSError(f"{spec.name}: cannot listen on {address} (is the port in use?)") from exc
     # grpc's health servicer reports the server ("") SERVING from the start: say NOT_SERVING
-    # until the warm-ups are done, so that readiness probes wait for them.
+    # until the dependencies answer and the warm-ups are done, so that readiness probes wait.
     for name in ["", *spec.service_names]:
-        await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+        await health_servicer.set(name, _NOT_SERVING)
+    await health_servicer.set(LIVENESS_SERVICE, health_pb2.HealthCheckResponse.SERVING)
     await server.start()
-    for hook in spec.on_startup:
-        try:
-            await hook()
-        except Exception as exc:  # any failure: serving with a cold stage beats not serving
-            log.warning("%s warm-up failed: %s", spec.name, exc)
-    for name in ["", *spec.service_names]:
-        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     log.info(
         "%s listening",
         spec.name,
         extra={"address": f"{host}:{bound}", "tls": credentials is not None},
     )
-    return RunningServer(server, bound, health_servicer, spec)
+    running = RunningServer(server, bound, health_servicer, spec)
+    ready = running.ready = asyncio.create_task(_become_ready(running, gate))
+    if wait_ready:
+        await ready
+    return running
+
+
+async def _become_ready(running: RunningServer, gate: DependencyGate | None) -> None:
+    spec = running.spec
+    if gate is not None and spec.dependencies is not None:
+        await wait_for_dependencies(gate, spec.dependencies)
+    for hook in spec.on_startup:
+        try:
+            await hook()
+        except Exception as exc:  # any failure: serving with a cold stage beats not serving
+            log.warning("%s warm-up failed: %s", spec.name, exc)
+    if not running.draining:
+        await running.set_serving(True)
+        log.info("%s serving", spec.name)
 
 
 async def serve_until_signalled(
@@ -160,15 +208,25 @@ async def serve_until_signalled(
     host: str,
     port: int,
     grace: float,
+    drain: float = 0.0,
     credentials: grpc.ServerCredentials | None = None,
 ) -> None:
-    """Run until SIGTERM or SIGINT, then stop accepting calls and let in-flight ones finish."""
-    running = await start_server(spec, host=host, port=port, credentials=credentials)
-    stop = asyncio.Event()
+    """Run until SIGTERM or SIGINT, then drain: NOT_SERVING at once while calls are still
+    answered for ``drain`` seconds (or until a second signal), so that clients and load
+    balancers stop sending new ones; then refuse new calls and give in-flight ones ``grace``."""
+    running = await start_server(
+        spec, host=host, port=port, credentials=credentials, wait_ready=False
+    )
+    signalled = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+        loop.add_signal_handler(sig, signalled.set)
+    await signalled.wait()
+    signalled.clear()
+    log.info("%s draining", spec.name, extra={"drain_s": drain, "grace_s": grace})
+    await running.drain()
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(signalled.wait(), timeout=drain)
     log.info("%s shutting down", spec.name, extra={"grace_s": grace})
     await running.stop(grace)
 
@@ -194,6 +252,7 @@ def run_service(
             host=settings.bind_host,
             port=port,
             grace=settings.shutdown_grace_s,
+            drain=settings.shutdown_drain_s,
             credentials=credentials,
         )
 

@@ -148,6 +148,7 @@ class OllamaEmbedder(PrefixedEmbedding):
 
         self._name = name
         self.prefixes = prefixes or Prefixes()
+        self._base_url = base_url
         self._client = OllamaEmbeddings(model=model, base_url=base_url, keep_alive=keep_alive_s)
         self._dimension: int | None = None
 
@@ -167,7 +168,9 @@ class OllamaEmbedder(PrefixedEmbedding):
         try:
             vectors = self._client.embed_documents(texts)
         except (httpx.ConnectError, ConnectionError) as exc:
-            raise DependencyUnavailable(f"Ollama embeddings unreachable: {exc}") from exc
+            raise DependencyUnavailable(
+                f"the embedding model {self._name!r} at {self._base_url}: unreachable ({exc})"
+            ) from exc
         except httpx.TimeoutException as exc:
             raise DependencyTimeout(f"Ollama embeddings timed out: {exc}") from exc
         if vectors:

@@ -3,6 +3,7 @@ metrics."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -49,12 +50,17 @@ def create_app(
         app.state.queries = QueryService(CorrectiveLoop(stages), settings)
         gate = app.state.admission
         admission = [AdmissionInterceptor(gate)] if gate else []
-        grpc_server = await start_rag_server(app.state.queries, admission) if serve_grpc else None
+        app.state.draining = False
+        app.state.grpc_server = (
+            await start_rag_server(app.state.queries, admission) if serve_grpc else None
+        )
+        app.state.grpc_stopped = None
         try:
             yield
         finally:
-            if grpc_server is not None:  # in-flight calls finish first, then the stages close
-                await grpc_server.stop(settings.shutdown_grace_s)
+            stop_accepting(app)  # in-flight calls finish first, then the stages close
+            if app.state.grpc_stopped is not None:
+                await app.state.grpc_stopped
             await stages.close()
 
     app = FastAPI(
@@ -78,7 +84,10 @@ def create_app(
 
     @app.get("/readyz")
     async def readyz(request: Request) -> JSONResponse:
-        """Readiness: every stage answers its gRPC health check with SERVING."""
+        """Readiness: every stage answers its gRPC health check with SERVING, and the
+        orchestrator is not shutting down."""
+        if request.app.state.draining:
+            return JSONResponse({"status": "draining"}, status_code=503)
         stages = await request.app.state.stages.readiness()
         ready = all(stages.values())
         return JSONResponse(
@@ -86,6 +95,7 @@ def create_app(
             status_code=200 if ready else 503,
         )
 
+    app.state.draining = False
     install_security(app, settings)
     install_admission(app, settings.max_inflight_queries)  # innermost: after keys and rate limits
     # Added after the security middleware, so outside it: its refusals carry the request id.
@@ -93,3 +103,19 @@ def create_app(
     install_tracing(app)  # outside the request-id middleware: its error lines carry the trace id
     install_rest_metrics(app)  # last, so outermost: it sees every response
     return app
+
+
+async def begin_drain(app: FastAPI) -> None:
+    """Say not ready (``/readyz`` 503, RagService's health NOT_SERVING), still answering."""
+    app.state.draining = True
+    grpc_server = getattr(app.state, "grpc_server", None)  # None before the lifespan started
+    if grpc_server is not None:
+        await grpc_server.drain()
+
+
+def stop_accepting(app: FastAPI) -> None:
+    """Start stopping RagService (new calls refused, in-flight ones get the grace); once."""
+    grpc_server = getattr(app.state, "grpc_server", None)
+    if grpc_server is not None and app.state.grpc_stopped is None:
+        grace = app.state.settings.shutdown_grace_s
+        app.state.grpc_stopped = asyncio.ensure_future(grpc_server.stop(grace))
