@@ -23,6 +23,7 @@ from ragloop.core.domain import (
     StandaloneQuery,
     Turn,
 )
+from ragloop.core.leads import Decision
 from ragloop.core.models.chat import ChatMessage, ChatReply, TokenReply
 from ragloop.orchestrator.loop.corrective import LoopPolicy
 from ragloop.orchestrator.loop.events import LoopEvent
@@ -226,6 +227,7 @@ class GenerateCall:
     question: str
     documents: list[Document]
     instructions: str = ""
+    decision: Decision | None = None
 
 
 class EchoGenerator:
@@ -236,9 +238,14 @@ class EchoGenerator:
         self.calls: list[GenerateCall] = []
 
     async def generate(
-        self, question: str, documents: list[Document], instructions: str = ""
+        self,
+        question: str,
+        documents: list[Document],
+        instructions: str = "",
+        *,
+        decision: Decision | None = None,
     ) -> Answer:
-        self.calls.append(GenerateCall(question, list(documents), instructions))
+        self.calls.append(GenerateCall(question, list(documents), instructions, decision))
         text = " ".join(d.id for d in documents) or "nothing"
         citations = [Citation(n, d.id, d.source, d.text) for n, d in enumerate(documents, start=1)]
         return Answer(text, citations, grounded=bool(documents), usage=self.usage)
@@ -254,7 +261,12 @@ class StreamingEchoGenerator(EchoGenerator):
     """An EchoGenerator that can also stream: each id's text as a delta, then the answer."""
 
     async def generate_stream(
-        self, question: str, documents: list[Document], instructions: str = ""
+        self,
+        question: str,
+        documents: list[Document],
+        instructions: str = "",
+        *,
+        decision: Decision | None = None,
     ) -> AsyncGenerator[AnswerDelta | Answer, None]:
         answer = await self.generate(question, documents, instructions)
         for number, word in enumerate(answer.text.split(" ")):
@@ -305,12 +317,22 @@ class StallingGenerator:
         self.stall = Stall()
 
     async def generate(
-        self, question: str, documents: list[Document], instructions: str = ""
+        self,
+        question: str,
+        documents: list[Document],
+        instructions: str = "",
+        *,
+        decision: Decision | None = None,
     ) -> Answer:
         await self.stall.wait()
 
     async def generate_stream(
-        self, question: str, documents: list[Document], instructions: str = ""
+        self,
+        question: str,
+        documents: list[Document],
+        instructions: str = "",
+        *,
+        decision: Decision | None = None,
     ) -> AsyncGenerator[AnswerDelta | Answer, None]:
         yield AnswerDelta("The answer")
         await self.stall.wait()

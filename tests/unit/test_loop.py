@@ -25,6 +25,7 @@ from ragloop.core.errors import (
     InvalidInput,
     NotFound,
 )
+from ragloop.core.leads import Decision
 from ragloop.core.stages import Generator, Grader, LoopStages, Retriever, Rewriter
 from ragloop.core.text import CHARS_PER_TOKEN
 from ragloop.generator.stage import AnswerFormat, ModelGenerator
@@ -201,7 +202,12 @@ class StreamRecordingGenerator(StreamingEchoGenerator):
         self.streamed = 0
 
     async def generate_stream(
-        self, question: str, documents: list[Document], instructions: str = ""
+        self,
+        question: str,
+        documents: list[Document],
+        instructions: str = "",
+        *,
+        decision: Decision | None = None,
     ) -> AsyncGenerator[AnswerDelta | Answer, None]:
         self.streamed += 1
         async for piece in super().generate_stream(question, documents, instructions):

@@ -11,6 +11,7 @@ import pytest
 from ragloop.core import context
 from ragloop.core.domain import Answer, Document, RetrievalResult
 from ragloop.core.errors import DependencyTimeout
+from ragloop.core.leads import Decision
 from ragloop.core.stages import LoopStages
 from ragloop.orchestrator.loop.budget import Budget
 from ragloop.orchestrator.loop.corrective import CorrectiveLoop, Outcome, StageFailure
@@ -59,7 +60,12 @@ async def test_every_stage_call_runs_under_the_deadline_of_its_phase() -> None:
 
     class Generator(EchoGenerator):
         async def generate(
-            self, question: str, documents: list[Document], instructions: str = ""
+            self,
+            question: str,
+            documents: list[Document],
+            instructions: str = "",
+            *,
+            decision: Decision | None = None,
         ) -> Answer:
             seen["generate"] = context.time_left(math.inf)
             return await super().generate(question, documents, instructions)

@@ -165,7 +165,7 @@ async def test_a_generator_that_cannot_stream_gives_its_text_as_one_token() -> N
 
 async def test_without_an_observer_the_generator_is_not_streamed() -> None:
     class UnaryOnly(StreamingEchoGenerator):
-        async def generate_stream(self, *args: object):  # type: ignore[override]
+        async def generate_stream(self, *args: object, **options: object):  # type: ignore[override]
             raise AssertionError("streamed although nobody listens")
             yield
 

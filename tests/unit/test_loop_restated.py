@@ -12,6 +12,7 @@ from ragloop.core.domain import (
     GradingResult,
     Rewrite,
 )
+from ragloop.core.leads import Decision
 from ragloop.core.stages import LoopStages
 from ragloop.orchestrator.loop.corrective import CorrectiveLoop, LoopPolicy, Outcome
 from ragloop.orchestrator.loop.events import NodeFinished
@@ -45,7 +46,12 @@ class AnswersOnly:
         self.calls: list[tuple[str, list[str]]] = []
 
     async def generate(
-        self, question: str, documents: list[Document], instructions: str = ""
+        self,
+        question: str,
+        documents: list[Document],
+        instructions: str = "",
+        *,
+        decision: Decision | None = None,
     ) -> Answer:
         self.calls.append((question, [d.id for d in documents]))
         if question != self.question:

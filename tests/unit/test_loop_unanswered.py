@@ -10,6 +10,7 @@ import pytest
 
 from ragloop.core.answers import NO_ANSWER
 from ragloop.core.domain import Answer, AnswerDelta, Citation, Document
+from ragloop.core.leads import Decision
 from ragloop.core.stages import LoopStages
 from ragloop.orchestrator.loop.corrective import CorrectiveLoop, LoopPolicy, Outcome
 from ragloop.orchestrator.loop.events import AnswerToken, NodeFinished
@@ -29,7 +30,12 @@ class AnswersWhenGiven:
         self.calls: list[list[str]] = []
 
     async def generate(
-        self, question: str, documents: list[Document], instructions: str = ""
+        self,
+        question: str,
+        documents: list[Document],
+        instructions: str = "",
+        *,
+        decision: Decision | None = None,
     ) -> Answer:
         self.calls.append([d.id for d in documents])
         if all(d.id != self.needed for d in documents):
@@ -38,7 +44,12 @@ class AnswersWhenGiven:
         return Answer("answered from " + " ".join(d.id for d in documents), citations, True)
 
     async def generate_stream(
-        self, question: str, documents: list[Document], instructions: str = ""
+        self,
+        question: str,
+        documents: list[Document],
+        instructions: str = "",
+        *,
+        decision: Decision | None = None,
     ) -> AsyncGenerator[AnswerDelta | Answer, None]:
         answer = await self.generate(question, documents, instructions)
         yield AnswerDelta(answer.text)
@@ -149,7 +160,12 @@ class MatchedAnswers(AnswersWhenGiven):
         self.match = match
 
     async def generate(
-        self, question: str, documents: list[Document], instructions: str = ""
+        self,
+        question: str,
+        documents: list[Document],
+        instructions: str = "",
+        *,
+        decision: Decision | None = None,
     ) -> Answer:
         answer = await super().generate(question, documents, instructions)
         return replace(answer, answer_match=self.match) if answer.grounded else answer

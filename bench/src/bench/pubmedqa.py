@@ -17,6 +17,7 @@ from pathlib import Path
 from bench.common import seeded_prefix
 from bench.stages import Tally
 from ragloop.core.domain import Answer, Document, ModelUsage, SourceDocument
+from ragloop.core.leads import Decision
 from ragloop.core.stages import Generator
 from ragloop.orchestrator.loop.corrective import CorrectiveLoop, LoopPolicy, StageFailure
 
@@ -67,9 +68,15 @@ class DecisionGenerator:
         self._tally = tally
 
     async def generate(
-        self, question: str, documents: list[Document], instructions: str = ""
+        self,
+        question: str,
+        documents: list[Document],
+        instructions: str = "",
+        *,
+        decision: Decision | None = None,
     ) -> Answer:
-        """``instructions`` from the loop's policy come before the decision instruction."""
+        """``instructions`` from the loop's policy come before the decision instruction; the
+        generator reads the decision from them (the loop's ``decision`` knew no such line)."""
         before = self._tally.replies.count
         instructions = " ".join(filter(None, (instructions, DECISION_INSTRUCTION)))
         answer = await self._inner.generate(question, documents, instructions)

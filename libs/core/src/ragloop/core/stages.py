@@ -23,6 +23,7 @@ from ragloop.core.domain import (
     StreamedDocument,
     Turn,
 )
+from ragloop.core.leads import Decision
 
 
 class Retriever(Protocol):
@@ -93,11 +94,18 @@ class Rewriter(Protocol):
 
 class Generator(Protocol):
     async def generate(
-        self, question: str, documents: list[Document], instructions: str = ""
+        self,
+        question: str,
+        documents: list[Document],
+        instructions: str = "",
+        *,
+        decision: Decision | None = None,
     ) -> Answer:
         """``documents``: most relevant first. ``instructions``: how the user wants the answer
         written (e.g. "Answer in French."), "" for none; they never override answering from
-        ``documents`` with citations."""
+        ``documents`` with citations. ``decision``: what the answer begins with, as the caller
+        classified the question (``leads.requested_decision``); None: the generator classifies
+        it."""
         ...
 
 

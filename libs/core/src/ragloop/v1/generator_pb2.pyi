@@ -8,14 +8,26 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class GenerateAnswerRequest(_message.Message):
-    __slots__ = ("question", "documents", "answer_instructions")
+    __slots__ = ("question", "documents", "answer_instructions", "decision")
     QUESTION_FIELD_NUMBER: _ClassVar[int]
     DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
     ANSWER_INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
+    DECISION_FIELD_NUMBER: _ClassVar[int]
     question: str
     documents: _containers.RepeatedCompositeFieldContainer[_common_pb2.Document]
     answer_instructions: str
-    def __init__(self, question: _Optional[str] = ..., documents: _Optional[_Iterable[_Union[_common_pb2.Document, _Mapping]]] = ..., answer_instructions: _Optional[str] = ...) -> None: ...
+    decision: AnswerDecision
+    def __init__(self, question: _Optional[str] = ..., documents: _Optional[_Iterable[_Union[_common_pb2.Document, _Mapping]]] = ..., answer_instructions: _Optional[str] = ..., decision: _Optional[_Union[AnswerDecision, _Mapping]] = ...) -> None: ...
+
+class AnswerDecision(_message.Message):
+    __slots__ = ("choices", "named", "yes_no")
+    CHOICES_FIELD_NUMBER: _ClassVar[int]
+    NAMED_FIELD_NUMBER: _ClassVar[int]
+    YES_NO_FIELD_NUMBER: _ClassVar[int]
+    choices: _containers.RepeatedScalarFieldContainer[str]
+    named: bool
+    yes_no: bool
+    def __init__(self, choices: _Optional[_Iterable[str]] = ..., named: _Optional[bool] = ..., yes_no: _Optional[bool] = ...) -> None: ...
 
 class Citation(_message.Message):
     __slots__ = ("number", "document_id", "source", "quote")

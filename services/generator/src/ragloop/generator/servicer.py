@@ -23,7 +23,10 @@ class GeneratorServicer(generator_pb2_grpc.GeneratorServiceServicer):
     ) -> generator_pb2.GenerateAnswerResponse:
         documents = [convert.document_from_proto(d) for d in request.documents]
         answer = await self._stage.generate(
-            request.question, documents, request.answer_instructions
+            request.question,
+            documents,
+            request.answer_instructions,
+            decision=convert.decision_from_proto(request),
         )
         return convert.answer_to_proto(answer)
 
@@ -33,7 +36,10 @@ class GeneratorServicer(generator_pb2_grpc.GeneratorServiceServicer):
     ) -> AsyncGenerator[generator_pb2.GenerateAnswerEvent, None]:
         documents = [convert.document_from_proto(d) for d in request.documents]
         events = self._stage.generate_stream(
-            request.question, documents, request.answer_instructions
+            request.question,
+            documents,
+            request.answer_instructions,
+            decision=convert.decision_from_proto(request),
         )
         async with aclosing(events):
             async for event in events:

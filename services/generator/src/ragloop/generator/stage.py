@@ -119,14 +119,20 @@ class ModelGenerator:
         self._format = AnswerFormat(answer_format)
 
     async def generate(
-        self, question: str, documents: list[Document], instructions: str = ""
+        self,
+        question: str,
+        documents: list[Document],
+        instructions: str = "",
+        *,
+        decision: Decision | None = None,
     ) -> Answer:
         """The answer to ``question`` from ``documents`` only, citing them, written as the user's
-        ``instructions`` ask where they agree with that ("" for none)."""
+        ``instructions`` ask where they agree with that ("" for none), beginning with the
+        ``decision`` the caller read from them (None: read here)."""
         question, instructions = self._checked(question, documents, instructions)
         if not documents:
             return self._nothing_passed()
-        lead = await self._lead(question, documents, instructions)
+        lead = await self._lead(question, documents, instructions, decision)
         messages = self._messages(question, documents, instructions, lead)
         if self._format is AnswerFormat.TEXT:
             text_reply = await self._model.complete(messages, max_tokens=self._max_tokens)
@@ -144,7 +150,12 @@ class ModelGenerator:
         )
 
     async def generate_stream(
-        self, question: str, documents: list[Document], instructions: str = ""
+        self,
+        question: str,
+        documents: list[Document],
+        instructions: str = "",
+        *,
+        decision: Decision | None = None,
     ) -> AsyncGenerator[AnswerDelta | Answer, None]:
         """``generate``, streamed: ``AnswerDelta`` pieces of the answer's text as the model writes
         them, then the ``Answer`` that ``generate`` returns.
@@ -160,7 +171,7 @@ class ModelGenerator:
             yield AnswerDelta(answer.text)
             yield answer
             return
-        lead = await self._lead(question, documents, instructions)
+        lead = await self._lead(question, documents, instructions, decision)
         messages = self._messages(question, documents, instructions, lead)
         shown = ""  # the text the deltas built so far
         if self._format is AnswerFormat.TEXT:
@@ -234,7 +245,13 @@ class ModelGenerator:
             return text_messages(question, documents, instructions, decision, named, yes_no=yes_no)
         return generate_messages(question, documents, instructions, decision, named, yes_no=yes_no)
 
-    async def _lead(self, question: str, documents: list[Document], instructions: str) -> _Lead:
+    async def _lead(
+        self,
+        question: str,
+        documents: list[Document],
+        instructions: str,
+        decision: Decision | None,
+    ) -> _Lead:
         """The answer's first word, where the instructions ask for one of a few, or the question
         asks yes or no: the model's probability of each, read by one scored call
         (leads.chosen_lead). The instructions' words are weighed over the passages of the most
@@ -243,7 +260,8 @@ class ModelGenerator:
         what several sources say: over every passage, with its own threshold (decision 0017).
         Candidates the question names are phrases a first token cannot tell apart: the answer's
         ``lead`` chooses them, after its sentences (decision 0014)."""
-        decision = requested_decision(instructions, question)
+        if decision is None:  # a caller that did not classify the question (not the loop)
+            decision = requested_decision(instructions, question)
         if not decision:
             return _NO_LEAD
         if decision.named:

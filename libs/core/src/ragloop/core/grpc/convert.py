@@ -28,6 +28,7 @@ from ragloop.core.domain import (
     Turn,
 )
 from ragloop.core.errors import InvalidInput
+from ragloop.core.leads import MAX_LEADS, YES_NO, Decision
 from ragloop.core.names import RetrievalMode
 from ragloop.v1 import (
     common_pb2,
@@ -67,6 +68,43 @@ def dict_from_struct(message: struct_pb2.Struct, field: str = "metadata") -> dic
             f"{field} holds a number that is not finite (NaN or an infinity), which JSON cannot "
             "carry: use finite numbers"
         ) from None
+
+
+def decision_to_proto(decision: Decision) -> generator_pb2.AnswerDecision:
+    return generator_pb2.AnswerDecision(
+        choices=list(decision.choices), named=decision.named, yes_no=decision.yes_no
+    )
+
+
+def decision_from_proto(request: generator_pb2.GenerateAnswerRequest) -> Decision | None:
+    """The request's decision; None when the caller left it to the generator. InvalidInput for
+    a decision no question or instructions could ask for."""
+    if not request.HasField("decision"):
+        return None
+    message = request.decision
+    choices = tuple(message.choices)
+    if choices and not 2 <= len(choices) <= MAX_LEADS:
+        raise InvalidInput(f"decision.choices must hold 2 to {MAX_LEADS} choices, or none")
+    if any(not choice.strip() for choice in choices):
+        raise InvalidInput("decision.choices must not be empty strings")
+    if message.yes_no and choices != YES_NO:
+        raise InvalidInput('a yes_no decision\'s choices are "yes" and "no"')
+    if (message.named or message.yes_no) and not choices:
+        raise InvalidInput("decision.named and decision.yes_no need choices")
+    return Decision(choices, named=message.named, yes_no=message.yes_no)
+
+
+def generate_request_to_proto(
+    question: str, documents: list[Document], instructions: str, decision: Decision | None
+) -> generator_pb2.GenerateAnswerRequest:
+    request = generator_pb2.GenerateAnswerRequest(
+        question=question,
+        documents=[document_to_proto(d) for d in documents],
+        answer_instructions=instructions,
+    )
+    if decision is not None:
+        request.decision.CopyFrom(decision_to_proto(decision))
+    return request
 
 
 def document_to_proto(doc: Document) -> common_pb2.Document:

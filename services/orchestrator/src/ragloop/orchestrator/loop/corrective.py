@@ -49,7 +49,7 @@ from ragloop.core.errors import (
     InvalidInput,
     NotFound,
 )
-from ragloop.core.leads import requested_decision
+from ragloop.core.leads import Decision, requested_decision
 from ragloop.core.metrics import init_loop_series, observe_loop
 from ragloop.core.names import LoopNode, Outcome
 from ragloop.core.stages import LoopStages
@@ -209,7 +209,12 @@ class BudgetSpent(Exception):
 @runtime_checkable
 class StreamingGenerator(Protocol):
     def generate_stream(
-        self, question: str, documents: list[Document], instructions: str = ""
+        self,
+        question: str,
+        documents: list[Document],
+        instructions: str = "",
+        *,
+        decision: Decision | None = None,
     ) -> AsyncIterator[AnswerDelta | Answer]:
         """Pieces of the answer's text as they are written, then the ``Answer``."""
         ...
@@ -313,14 +318,15 @@ class _Run:
         self.answer_text_sent = False  # some token event went out
         self.tried = {normalize_query(self.original)}  # every query searched, normalized
         self.handed: list[Document] = []  # the passages the last answer was written from
+        self.decision = Decision()  # what the answer begins with; read once the question is known
 
     @property
     def decision_required(self) -> bool:
-        """Whether the request asks for a decision (``leads.requested_decision``: words its
-        instructions name, candidates its question names, or a yes or no its question asks): it
-        is given from the passages found even where the loop would otherwise refuse
-        (docs/decisions/0012, 0014, 0016)."""
-        return bool(requested_decision(self.policy.answer_instructions, self.original))
+        """Whether the request asks for a decision (``self.decision``: words its instructions
+        name, candidates its question names, or a yes or no its question asks): it is given from
+        the passages found even where the loop would otherwise refuse (docs/decisions/0012,
+        0014, 0016)."""
+        return bool(self.decision)
 
     async def execute(self) -> LoopResult:
         if not self.original:
@@ -329,6 +335,8 @@ class _Run:
             # Out of time: the rounds meet the spent budget too, and answer that they ran out.
             with suppress(BudgetSpent):
                 await self._contextualize()
+        # The question's shape is read once, here; the generator is told it.
+        self.decision = requested_decision(self.policy.answer_instructions, self.original)
         outcome, documents = await self._search()
         outcome, answer = await self._answer(outcome, documents)
         self.trace.usage = self.trace.usage + answer.usage
@@ -561,11 +569,15 @@ class _Run:
         instructions = self.policy.answer_instructions
         if self.on_event is None or not isinstance(generator, StreamingGenerator):
             return await self._announce(
-                await generator.generate(self.question, documents, instructions)
+                await generator.generate(
+                    self.question, documents, instructions, decision=self.decision
+                )
             )
         answer: Answer | None = None
         restart = self.answer_text_sent  # an earlier answer's text is replaced by this one
-        pieces = generator.generate_stream(self.question, documents, instructions)
+        pieces = generator.generate_stream(
+            self.question, documents, instructions, decision=self.decision
+        )
         async with aclosing(pieces):
             async for piece in pieces:
                 if isinstance(piece, Answer):

@@ -30,11 +30,11 @@ from ragloop.core.domain import (
 from ragloop.core.grpc import convert
 from ragloop.core.grpc.errors import error_from_rpc
 from ragloop.core.grpc.ingest_stream import stream_to_proto
+from ragloop.core.leads import Decision
 from ragloop.core.names import Stage
 from ragloop.orchestrator.stages.breaker import CircuitBreaker
 from ragloop.orchestrator.stages.calls import RemoteStage
 from ragloop.v1 import (
-    generator_pb2,
     grader_pb2,
     retriever_pb2,
     rewriter_pb2,
@@ -171,16 +171,26 @@ class RemoteGenerator(RemoteStage):
     stage = Stage.GENERATOR
 
     async def generate(
-        self, question: str, documents: list[Document], instructions: str = ""
+        self,
+        question: str,
+        documents: list[Document],
+        instructions: str = "",
+        *,
+        decision: Decision | None = None,
     ) -> Answer:
-        request = _generate_request(question, documents, instructions)
+        request = convert.generate_request_to_proto(question, documents, instructions, decision)
         return convert.answer_from_proto(await self._call(self._stub.GenerateAnswer, request))
 
     async def generate_stream(
-        self, question: str, documents: list[Document], instructions: str = ""
+        self,
+        question: str,
+        documents: list[Document],
+        instructions: str = "",
+        *,
+        decision: Decision | None = None,
     ) -> AsyncIterator[AnswerDelta | Answer]:
         """``generate``, streamed (GenerateAnswerStream): answer text deltas, then the answer."""
-        request = _generate_request(question, documents, instructions)
+        request = convert.generate_request_to_proto(question, documents, instructions, decision)
         try:
             async with self._guarded() as guarded:
                 call = self._stub.GenerateAnswerStream(request, **self._call_options())
@@ -192,16 +202,6 @@ class RemoteGenerator(RemoteStage):
                     call.cancel()  # a no-op once the stream ended; else the caller stopped reading
         except grpc.aio.AioRpcError as exc:
             raise error_from_rpc(exc, self.stage) from exc
-
-
-def _generate_request(
-    question: str, documents: list[Document], instructions: str
-) -> generator_pb2.GenerateAnswerRequest:
-    return generator_pb2.GenerateAnswerRequest(
-        question=question,
-        documents=[convert.document_to_proto(d) for d in documents],
-        answer_instructions=instructions,
-    )
 
 
 # The client of each stage of the registry; remote.py builds one per row.
