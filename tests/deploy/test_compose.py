@@ -194,6 +194,15 @@ def test_each_service_gets_exactly_the_settings_it_reads(
     assert not given - reads, f"{name} reads no such setting"
 
 
+def test_the_orchestrator_knows_the_retrievers_embedding_model(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    """Its similarity thresholds default to that model's (embedding_profiles)."""
+    model = services["retriever"]["environment"]["RAGLOOP_EMBEDDING_MODEL"]
+    assert services["orchestrator"]["environment"]["RAGLOOP_EMBEDDING_MODEL"] == model
+    assert model.startswith("ollama:")
+
+
 def test_every_variable_the_code_and_compose_read_is_in_env_example() -> None:
     documented = set(env_example_values()) | env_example_unset()
     needed = all_settings_variables() | interpolated_variables(COMPOSE_FILE.read_text())

@@ -48,7 +48,7 @@ def squad_pairs(
     if other_top:
         sources = [d.source for d in squad.corpus]
         paragraphs = embedder.embed([d.text for d in squad.corpus])
-        questions = embedder.embed([q.text for q in other_top])
+        questions = embedder.embed_queries([q.text for q in other_top])
         for question, vector in zip(other_top, questions, strict=True):
             ranked = sorted(
                 (i for i, source in enumerate(sources) if source != question.source),
