@@ -226,6 +226,19 @@ async def test_generator_with_no_documents_says_so_without_the_model(serve_stage
     assert reply.usage.calls == 0
 
 
+async def test_generator_refuses_a_decision_no_question_could_ask(serve_stage) -> None:
+    malformed = generator_pb2.AnswerDecision(choices=["maybe"], yes_no=True)
+    request = generator_pb2.GenerateAnswerRequest(
+        question=QUESTION, documents=[ON_TOPIC], decision=malformed
+    )
+    async with serve_stage(generator_spec, GeneratorSettings) as channel:
+        stub = generator_pb2_grpc.GeneratorServiceStub(channel)
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.GenerateAnswer(request)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "decision.choices must hold 2 to" in refused.value.details()
+
+
 @pytest.mark.parametrize(
     ("build", "settings_type", "call"),
     [

@@ -8,7 +8,10 @@ import math
 
 import pytest
 
+from ragloop.core.errors import InvalidInput
+from ragloop.core.grpc import convert
 from ragloop.core.leads import (
+    YES_NO,
     Decision,
     asks_yes_or_no,
     question_choices,
@@ -357,3 +360,31 @@ async def test_without_a_scored_word_a_plain_text_answer_is_told_to_begin_with_y
 
     assert answer.text.startswith("Yes")
     assert "begin the answer with Yes or No" in model.calls[1].text
+
+
+async def test_the_callers_decision_stands_for_the_generators_own_reading() -> None:
+    # The loop read no decision (say, a request): the generator takes none, though the question
+    # alone would read as yes or no, and makes no scored lead call.
+    model = ScriptedChatModel([answer_reply("Monks founded Arden.")])
+    generator = ModelGenerator(model, support_threshold=0, answer_match_threshold=0)
+    answer = await generator.generate(YES_NO_QUESTION, TWO_SOURCES, decision=Decision())
+    assert answer.text == "Monks founded Arden. [1]"
+    (answer_call,) = model.calls
+    assert answer_call.max_tokens != 1
+
+
+def test_a_decision_crosses_grpc_as_it_was_read_and_a_malformed_one_is_refused() -> None:
+    for decision in (Decision(), Decision(YES_NO, yes_no=True), Decision(("A", "B"), named=True)):
+        request = convert.generate_request_to_proto("q", [], "", decision)
+        assert convert.decision_from_proto(request) == decision
+    assert convert.decision_from_proto(convert.generate_request_to_proto("q", [], "", None)) is None
+    malformed = [
+        Decision(("yes",)),  # one choice is no choice
+        Decision(("A", "B"), yes_no=True),
+        Decision(("A", " "), named=True),
+        Decision((), named=True),
+    ]
+    for decision in malformed:
+        request = convert.generate_request_to_proto("q", [], "", decision)
+        with pytest.raises(InvalidInput):
+            convert.decision_from_proto(request)

@@ -17,6 +17,7 @@ from ragloop.core.domain import (
     ModelUsage,
     RetrievalResult,
     RewriteAttempt,
+    Turn,
 )
 from ragloop.core.errors import (
     ConfigurationError,
@@ -249,6 +250,44 @@ async def test_without_answer_instructions_the_generator_gets_none() -> None:
     await loop.run("q", partial_pass_policy())
 
     assert generator.calls[0].instructions == ""
+
+
+@pytest.mark.parametrize(
+    ("question", "instructions", "decision"),
+    [
+        ("Can you explain how grading works?", "", Decision()),  # a request asks for no decision
+        ("Is compaction on by default?", "", Decision(("yes", "no"), yes_no=True)),
+        ("Which came first, the Pico Act or the county?", "", None),  # named: checked below
+        ("q", "Begin your answer with yes, no or maybe.", Decision(("yes", "no", "maybe"))),
+    ],
+)
+async def test_the_loop_reads_the_questions_decision_once_and_tells_the_generator(
+    question: str, instructions: str, decision: Decision | None
+) -> None:
+    generator = EchoGenerator()
+    retriever = ScriptedRetriever({question: [doc("a")]})
+    loop = make_loop(retriever, DictGrader({"a": PASS}), None, generator)
+
+    await loop.run(question, partial_pass_policy(answer_instructions=instructions))
+
+    (call,) = generator.calls
+    if decision is None:
+        assert call.decision == Decision(("the Pico Act", "the county"), named=True)
+    else:
+        assert call.decision == decision
+
+
+async def test_a_follow_ups_decision_is_read_from_the_standalone_question() -> None:
+    generator = EchoGenerator()
+    standalone = "Is WAL compression on by default?"
+    rewriter = ScriptedRewriter([], standalone=standalone)
+    retriever = ScriptedRetriever({standalone: [doc("a")]})
+    loop = make_loop(retriever, DictGrader({"a": PASS}), rewriter, generator)
+    history = [Turn("user", "Tell me about the WAL."), Turn("assistant", "It is a log.")]
+
+    await loop.run("And is it compressed?", partial_pass_policy(), history=history)
+
+    assert generator.calls[0].decision == Decision(("yes", "no"), yes_no=True)
 
 
 # --- max attempts ---------------------------------------------------------------------------------
