@@ -27,7 +27,7 @@ import shlex
 import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -204,36 +204,38 @@ def render(records: Mapping[str, list[EvalRecord]]) -> str:
 
 
 def measure(args: argparse.Namespace, questions: list[EvalQuestion], runs: RunsFile) -> None:
+    """Each question answered by every system in turn (so an interrupted run leaves paired
+    answers; single-shot right after ragloop, whose grades the grader's cache then holds)."""
     made = {(row["system"], row["id"]) for row in runs.rows() if not row.get("error")}
-    todo = {system: [q for q in questions if (system, q.id) not in made] for system in args.systems}
-    count = sum(map(len, todo.values()))
-    print(f"{count} answers to make (the others are in {runs.path})", flush=True)
-    if not count:
+    todo = [(q, s) for q in questions for s in args.systems if (s, q.id) not in made]
+    print(f"{len(todo)} answers to make (the others are in {runs.path})", flush=True)
+    if not todo:
         return
     corpus = load_corpus(Path(args.data) / "corpus.jsonl")
     recorded = provenance() | {"model": QWEN_CODER_1_5B.name}
     with (
         shared_milvus({COLLECTION: corpus}) as milvus_uri,
         ragloop_stack(milvus_uri, cache_dir() / "userqa-run") as stack,
+        ExitStack() as opened,
     ):
         print(f"ragloop at {stack.base_url}, llama-server at {stack.model_url}", flush=True)
-        for system, pending in todo.items():
-            with answerer_of(system, stack.base_url, stack.model_url, milvus_uri) as answerer:
-                for done, record in enumerate(evaluate(pending, answerer, failure=str), 1):
-                    runs.append(
-                        {
-                            "system": system,
-                            **record.as_json(),
-                            **recorded,
-                            "date": str(date.today()),
-                        }
-                    )
-                    print(
-                        f"  {system} [{done}/{len(pending)}] {record.question.id}: "
-                        f"{record.scored.verdict.value}, {record.answer.seconds:.1f} s "
-                        f"{' '.join(record.answer.text.split())[:90]!r}",
-                        flush=True,
-                    )
+        answerers = {
+            system: opened.enter_context(
+                answerer_of(system, stack.base_url, stack.model_url, milvus_uri)
+            )
+            for system in args.systems
+        }
+        for done, (question, system) in enumerate(todo, start=1):
+            (record,) = evaluate([question], answerers[system], failure=str)
+            runs.append(
+                {"system": system, **record.as_json(), **recorded, "date": str(date.today())}
+            )
+            answer = " ".join(record.answer.text.split())[:90]
+            print(
+                f"  [{done}/{len(todo)}] {question.id} {system}: {record.scored.verdict.value}, "
+                f"{record.answer.seconds:.1f} s {answer!r}",
+                flush=True,
+            )
 
 
 @contextmanager
