@@ -278,7 +278,17 @@ def test_eval_sends_each_question_with_its_history_and_scores_the_answers(
         if body["query"] == "Fails?":
             raise HTTPException(503, "generator unavailable")
         answer = "Cats sleep sixteen hours [1]." if body.get("history") else "No idea."
-        return {"answer": answer, "citations": [{}], "query": {"rewrite_count": 1}}
+        workflow = {
+            "outcome": "passed",
+            "node_executions": [{"node": "generate", "details": {"best_confidence": 0.58}}],
+        }
+        return {
+            "answer": answer,
+            "citations": [{}],
+            "query": {"rewrite_count": 1},
+            "workflow": workflow,
+            "support": 0.9,
+        }
 
     history = [
         {"role": "user", "content": "Tell me about cats."},
@@ -314,6 +324,9 @@ def test_eval_sends_each_question_with_its_history_and_scores_the_answers(
     written = json.loads(output.read_text())
     assert written["summary"]["all"]["errors"] == 1
     assert [r["verdict"] for r in written["records"]] == ["right", "wrong", "missing"]
+    first = written["records"][0]["answer"]
+    assert first["checks"] == {"support": 0.9, "best_confidence": 0.58}
+    assert first["outcome"] == "passed" and first["rewrites"] == 1
 
 
 def test_eval_names_the_line_of_a_malformed_question_and_asks_nothing(

@@ -64,6 +64,7 @@ def parse_question(data: Any) -> EvalQuestion:
     """One line's object as a question; ValueError saying what is wrong with it."""
     if not isinstance(data, dict):
         raise ValueError("each line must be a JSON object")
+    question_id, question = _text(data.get("id"), "id"), _text(data.get("question"), "question")
     answerable = data.get("answerable", True)
     if not isinstance(answerable, bool):
         raise ValueError("answerable must be true or false")
@@ -79,8 +80,8 @@ def parse_question(data: Any) -> EvalQuestion:
     if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
         raise ValueError("gold_sources must be a list of strings")
     return EvalQuestion(
-        id=_text(data.get("id"), "id"),
-        question=_text(data.get("question"), "question"),
+        id=question_id,
+        question=question,
         kind=kind,
         answerable=answerable,
         must_include=groups if answerable else (),

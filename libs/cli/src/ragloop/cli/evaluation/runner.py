@@ -26,7 +26,8 @@ class EvalAnswer:
     model_calls: int = 0
     decision_path: tuple[str, ...] = ()
     outcome: str = ""  # why the loop stopped looking (workflow.outcome)
-    # The answer's own checks (support, answer_match): why an answer was refused, or kept.
+    # The answer's checks (support, answer_match) and the best passed grade (best_confidence):
+    # why an answer was refused, or kept.
     checks: dict[str, float] = field(default_factory=dict)
 
 
@@ -88,8 +89,22 @@ class RestAnswerer:
             model_calls=workflow.get("usage", {}).get("model_calls", 0),
             decision_path=tuple(workflow.get("decision_path", [])),
             outcome=workflow.get("outcome", ""),
-            checks={k: response[k] for k in CHECKS if response.get(k) is not None},
+            checks=_checks(response),
         )
+
+
+def _checks(response: Mapping[str, Any]) -> dict[str, float]:
+    """The answer's checks, and the best passed grade the loop's answer floor weighed (from the
+    last generate node): why an answer was refused, or kept."""
+    checks = {k: response[k] for k in CHECKS if response.get(k) is not None}
+    generated = [
+        e
+        for e in response.get("workflow", {}).get("node_executions", [])
+        if e["node"] == "generate"
+    ]
+    if generated and "best_confidence" in generated[-1].get("details", {}):
+        checks["best_confidence"] = generated[-1]["details"]["best_confidence"]
+    return checks
 
 
 def evaluate(
