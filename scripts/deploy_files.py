@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from string import Template
 
+from ragloop.core.grpc.server import LIVENESS_SERVICE
 from ragloop.core.names import Stage
 from ragloop.core.settings import (
     ChatModelSettings,
@@ -265,6 +266,7 @@ def k8s_manifest(spec: StageSpec) -> str:
         metrics_port=spec.metrics_port,
         secret_env="\n".join(secret_env),
         termination_grace_s=SHUTDOWN.kill_after_s,
+        liveness=LIVENESS_SERVICE,
         **asdict(SIZING.get(spec.name, Sizing())),
     )
     return without_blank_lines(text)
@@ -276,6 +278,7 @@ def k8s_mtls_patch(spec: StageSpec) -> str:
         stage_tls=STAGE_TLS,
         client_tls=CLIENT_TLS,
         healthcheck=flow(healthcheck(spec, tls=True)),
+        liveness_check=flow([*healthcheck(spec, tls=True), "--service", LIVENESS_SERVICE]),
     )
 
 

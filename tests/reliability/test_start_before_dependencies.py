@@ -16,7 +16,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from bench.local_http import serving_http
+from bench.local_http import send_reply, serving_http
 from ragloop.core.grpc.server import LIVENESS_SERVICE
 from ragloop.core.names import Stage
 from ragloop.local.processes import free_port
@@ -55,14 +55,10 @@ class FakeOllamaEmbeddings(BaseHTTPRequestHandler):
         payload = json.dumps(
             {"model": body["model"], "embeddings": [embedding(t) for t in texts]}
         ).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        send_reply(self, 200, payload, "application/json")
 
     def log_message(self, format: str, *args: object) -> None:
-        pass
+        """Quiet: one line a request would drown the test's output."""
 
 
 def retrieve(address: str, query: str) -> retriever_pb2.RetrieveResponse:

@@ -22,3 +22,14 @@ def serving_http(handler: type[BaseHTTPRequestHandler], port: int = 0) -> Iterat
     finally:
         server.shutdown()
         server.server_close()
+
+
+def send_reply(
+    handler: BaseHTTPRequestHandler, status: int, payload: bytes, content_type: str
+) -> None:
+    """Answer the request ``handler`` serves with ``payload``, its length given."""
+    handler.send_response(status)
+    handler.send_header("content-type", content_type)
+    handler.send_header("content-length", str(len(payload)))
+    handler.end_headers()
+    handler.wfile.write(payload)

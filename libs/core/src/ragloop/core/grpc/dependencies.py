@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 
 from ragloop.core.backoff import RetryPolicy
-from ragloop.core.grpc.handlers import Behavior, rewrapped
+from ragloop.core.grpc.handlers import Behavior, HandlerInterceptor, rewrapped
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +24,7 @@ Check = Callable[[], Awaitable[None]]
 DEPENDENCY_BACKOFF = RetryPolicy(backoff_s=0.5, max_backoff_s=15.0)
 
 
-class DependencyGate(grpc.aio.ServerInterceptor):
+class DependencyGate(HandlerInterceptor):
     """Refuses the calls of ``services`` (full names) with UNAVAILABLE while ``waiting_for`` is
     set; health and reflection always pass."""
 
@@ -33,14 +33,11 @@ class DependencyGate(grpc.aio.ServerInterceptor):
         self.services = frozenset(services)
         self.waiting_for: str | None = "its dependencies (not checked yet)"
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler | None]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
-        handler = await continuation(handler_call_details)
+    def handler_for(
+        self, handler: grpc.RpcMethodHandler, handler_call_details: grpc.HandlerCallDetails
+    ) -> grpc.RpcMethodHandler:
         service = handler_call_details.method.lstrip("/").rpartition("/")[0]
-        if handler is None or service not in self.services:
+        if service not in self.services:
             return handler
         return rewrapped(handler, self._gated)
 

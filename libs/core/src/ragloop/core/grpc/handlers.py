@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -21,6 +21,25 @@ _HANDLER_FACTORIES: dict[tuple[bool, bool], tuple[str, Callable[..., grpc.RpcMet
     (True, False): ("stream_unary", grpc.stream_unary_rpc_method_handler),
     (True, True): ("stream_stream", grpc.stream_stream_rpc_method_handler),
 }
+
+
+class HandlerInterceptor(grpc.aio.ServerInterceptor):
+    """A server interceptor that may replace the handler of each call (``handler_for``); an
+    unknown method (no handler: gRPC answers UNIMPLEMENTED) passes untouched."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler | None]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler | None:
+        handler = await continuation(handler_call_details)
+        return None if handler is None else self.handler_for(handler, handler_call_details)
+
+    def handler_for(
+        self, handler: grpc.RpcMethodHandler, details: grpc.HandlerCallDetails
+    ) -> grpc.RpcMethodHandler:
+        """The handler that serves the call: ``handler``, or one wrapped around it."""
+        raise NotImplementedError
 
 
 def rewrapped(

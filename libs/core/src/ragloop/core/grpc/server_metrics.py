@@ -3,26 +3,20 @@ unary and streaming, the stage's own, health and reflection alike."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from types import TracebackType
 
 import grpc
 
-from ragloop.core.grpc.handlers import call_status, rewrapped, within
+from ragloop.core.grpc.handlers import HandlerInterceptor, call_status, rewrapped, within
 from ragloop.core.grpc.rpc_metrics import SERVER, RpcLabels, rpc_type
 
 
-class ServerMetricsInterceptor(grpc.aio.ServerInterceptor):
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler | None]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            # An unknown method (gRPC answers UNIMPLEMENTED): not recorded, so a caller's
-            # made-up method names never become label values.
-            return None
+class ServerMetricsInterceptor(HandlerInterceptor):
+    # An unknown method (gRPC answers UNIMPLEMENTED) is not recorded, so a caller's made-up
+    # method names never become label values.
+    def handler_for(
+        self, handler: grpc.RpcMethodHandler, handler_call_details: grpc.HandlerCallDetails
+    ) -> grpc.RpcMethodHandler:
         labels = RpcLabels.of(
             handler_call_details.method,
             rpc_type(

@@ -6,7 +6,7 @@ Both functions return no interceptor while tracing is off."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
@@ -17,7 +17,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from ragloop.core import context, tracing
 from ragloop.core.grpc.client_calls import CallObservation, watching_interceptors
-from ragloop.core.grpc.handlers import call_status, rewrapped, within
+from ragloop.core.grpc.handlers import HandlerInterceptor, call_status, rewrapped, within
 
 UNTRACED_SERVICES = frozenset({health.SERVICE_NAME, reflection.SERVICE_NAME})
 # The codes a server's span counts as its own failure (OpenTelemetry's RPC conventions); a
@@ -58,15 +58,12 @@ def span_name(attributes: dict[str, str]) -> str:
     return f"{attributes['rpc.service']}/{attributes['rpc.method']}"
 
 
-class TracingServerInterceptor(grpc.aio.ServerInterceptor):
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler | None]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
-        handler = await continuation(handler_call_details)
+class TracingServerInterceptor(HandlerInterceptor):
+    def handler_for(
+        self, handler: grpc.RpcMethodHandler, handler_call_details: grpc.HandlerCallDetails
+    ) -> grpc.RpcMethodHandler:
         attributes = rpc_attributes(handler_call_details.method)
-        if handler is None or attributes["rpc.service"] in UNTRACED_SERVICES:
+        if attributes["rpc.service"] in UNTRACED_SERVICES:
             return handler
         metadata = _text_metadata(handler_call_details.invocation_metadata or ())
         return rewrapped(

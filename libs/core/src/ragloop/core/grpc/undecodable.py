@@ -6,14 +6,14 @@ which reads as a server fault."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import grpc
 from google.protobuf.message import DecodeError
 
-from ragloop.core.grpc.handlers import Behavior, rewrapped
+from ragloop.core.grpc.handlers import Behavior, HandlerInterceptor, rewrapped
 
 Deserializer = Callable[[bytes], Any]
 
@@ -40,14 +40,11 @@ def tolerant(deserialize: Deserializer) -> Deserializer:
     return parse
 
 
-class UndecodableRequestInterceptor(grpc.aio.ServerInterceptor):
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler | None]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
-        handler = await continuation(handler_call_details)
-        if handler is None or handler.request_deserializer is None:
+class UndecodableRequestInterceptor(HandlerInterceptor):
+    def handler_for(
+        self, handler: grpc.RpcMethodHandler, handler_call_details: grpc.HandlerCallDetails
+    ) -> grpc.RpcMethodHandler:
+        if handler.request_deserializer is None:
             return handler
         checked = _streamed_requests_checked if handler.request_streaming else _request_checked
         return rewrapped(

@@ -14,7 +14,7 @@ import inspect
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -23,7 +23,7 @@ from fastapi import FastAPI
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ragloop.core.grpc.handlers import rewrapped
+from ragloop.core.grpc.handlers import HandlerInterceptor, rewrapped
 from ragloop.orchestrator.access.auth import refusal
 
 log = logging.getLogger(__name__)
@@ -114,20 +114,17 @@ def _is_query(scope: Scope) -> bool:
     return scope.get("method") == "POST" and scope.get("path", "").rstrip("/") in QUERY_PATHS
 
 
-class AdmissionInterceptor(grpc.aio.ServerInterceptor):
+class AdmissionInterceptor(HandlerInterceptor):
     """The same gate for RagService's Query and QueryStream."""
 
     def __init__(self, gate: AdmissionGate, methods: frozenset[str] = RAG_METHODS) -> None:
         self.gate = gate
         self.methods = methods
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler | None]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
-        handler = await continuation(handler_call_details)
-        if handler is None or handler_call_details.method not in self.methods:
+    def handler_for(
+        self, handler: grpc.RpcMethodHandler, handler_call_details: grpc.HandlerCallDetails
+    ) -> grpc.RpcMethodHandler:
+        if handler_call_details.method not in self.methods:
             return handler
         return rewrapped(handler, self._gated)
 
