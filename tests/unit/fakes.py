@@ -183,13 +183,12 @@ class RewriteCall:
 
 
 class ScriptedRewriter:
-    """Returns the scripted queries (or whole rewrites) in order; fails the test if asked for
-    more. A follow-up question is made standalone as ``standalone`` says (None: fails the
-    test)."""
+    """Returns the scripted queries in order; fails the test if asked for more. A follow-up
+    question is made standalone as ``standalone`` says (None: fails the test)."""
 
     def __init__(
         self,
-        queries: Iterable[str | Rewrite],
+        queries: Iterable[str],
         *,
         usage: ModelUsage | None = None,
         standalone: str | None = None,
@@ -217,8 +216,6 @@ class ScriptedRewriter:
         if not self.queries:
             raise AssertionError("ScriptedRewriter called more often than scripted")
         query = self.queries.pop(0)
-        if isinstance(query, Rewrite):
-            return query
         return Rewrite(query, f"reason for {query}", [], self.usage)
 
 

@@ -98,10 +98,6 @@ class Rewrite:
     reason: str
     keywords: list[str] = field(default_factory=list)
     usage: ModelUsage = field(default_factory=ModelUsage)
-    # The question restated, for the rounds after this rewrite to grade and answer as well as
-    # search: a two-hop question with its described thing named from the passages found
-    # (docs/decisions/0022). Empty: the rewrite is a search query only.
-    question: str = ""
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from ragloop.v1 import common_pb2 as ragloop_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19ragloop/v1/rewriter.proto\x12\nragloop.v1\x1a\x17ragloop/v1/common.proto\"\xa7\x01\n\x13RewriteQueryRequest\x12\x16\n\x0eoriginal_query\x18\x01 \x01(\t\x12\x15\n\rcurrent_query\x18\x02 \x01(\t\x12\x34\n\x10\x66\x61iled_documents\x18\x03 \x03(\x0b\x32\x1a.ragloop.v1.GradedDocument\x12+\n\x07history\x18\x04 \x03(\x0b\x32\x1a.ragloop.v1.RewriteAttempt\"\x8a\x01\n\x14RewriteQueryResponse\x12\x17\n\x0frewritten_query\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x10\n\x08keywords\x18\x03 \x03(\t\x12%\n\x05usage\x18\x04 \x01(\x0b\x32\x16.ragloop.v1.ModelUsage\x12\x10\n\x08question\x18\x05 \x01(\t\"Y\n\x16StandaloneQueryRequest\x12-\n\x07history\x18\x01 \x03(\x0b\x32\x1c.ragloop.v1.ConversationTurn\x12\x10\n\x08question\x18\x02 \x01(\t\"Z\n\x17StandaloneQueryResponse\x12\x18\n\x10standalone_query\x18\x01 \x01(\t\x12%\n\x05usage\x18\x02 \x01(\x0b\x32\x16.ragloop.v1.ModelUsage2\xc0\x01\n\x0fRewriterService\x12Q\n\x0cRewriteQuery\x12\x1f.ragloop.v1.RewriteQueryRequest\x1a .ragloop.v1.RewriteQueryResponse\x12Z\n\x0fStandaloneQuery\x12\".ragloop.v1.StandaloneQueryRequest\x1a#.ragloop.v1.StandaloneQueryResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19ragloop/v1/rewriter.proto\x12\nragloop.v1\x1a\x17ragloop/v1/common.proto\"\xa7\x01\n\x13RewriteQueryRequest\x12\x16\n\x0eoriginal_query\x18\x01 \x01(\t\x12\x15\n\rcurrent_query\x18\x02 \x01(\t\x12\x34\n\x10\x66\x61iled_documents\x18\x03 \x03(\x0b\x32\x1a.ragloop.v1.GradedDocument\x12+\n\x07history\x18\x04 \x03(\x0b\x32\x1a.ragloop.v1.RewriteAttempt\"\x88\x01\n\x14RewriteQueryResponse\x12\x17\n\x0frewritten_query\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x10\n\x08keywords\x18\x03 \x03(\t\x12%\n\x05usage\x18\x04 \x01(\x0b\x32\x16.ragloop.v1.ModelUsageJ\x04\x08\x05\x10\x06R\x08question\"Y\n\x16StandaloneQueryRequest\x12-\n\x07history\x18\x01 \x03(\x0b\x32\x1c.ragloop.v1.ConversationTurn\x12\x10\n\x08question\x18\x02 \x01(\t\"Z\n\x17StandaloneQueryResponse\x12\x18\n\x10standalone_query\x18\x01 \x01(\t\x12%\n\x05usage\x18\x02 \x01(\x0b\x32\x16.ragloop.v1.ModelUsage2\xc0\x01\n\x0fRewriterService\x12Q\n\x0cRewriteQuery\x12\x1f.ragloop.v1.RewriteQueryRequest\x1a .ragloop.v1.RewriteQueryResponse\x12Z\n\x0fStandaloneQuery\x12\".ragloop.v1.StandaloneQueryRequest\x1a#.ragloop.v1.StandaloneQueryResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,11 +35,11 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_REWRITEQUERYREQUEST']._serialized_start=67
   _globals['_REWRITEQUERYREQUEST']._serialized_end=234
   _globals['_REWRITEQUERYRESPONSE']._serialized_start=237
-  _globals['_REWRITEQUERYRESPONSE']._serialized_end=375
-  _globals['_STANDALONEQUERYREQUEST']._serialized_start=377
-  _globals['_STANDALONEQUERYREQUEST']._serialized_end=466
-  _globals['_STANDALONEQUERYRESPONSE']._serialized_start=468
-  _globals['_STANDALONEQUERYRESPONSE']._serialized_end=558
-  _globals['_REWRITERSERVICE']._serialized_start=561
-  _globals['_REWRITERSERVICE']._serialized_end=753
+  _globals['_REWRITEQUERYRESPONSE']._serialized_end=373
+  _globals['_STANDALONEQUERYREQUEST']._serialized_start=375
+  _globals['_STANDALONEQUERYREQUEST']._serialized_end=464
+  _globals['_STANDALONEQUERYRESPONSE']._serialized_start=466
+  _globals['_STANDALONEQUERYRESPONSE']._serialized_end=556
+  _globals['_REWRITERSERVICE']._serialized_start=559
+  _globals['_REWRITERSERVICE']._serialized_end=751
 # @@protoc_insertion_point(module_scope)

@@ -20,18 +20,16 @@ class RewriteQueryRequest(_message.Message):
     def __init__(self, original_query: _Optional[str] = ..., current_query: _Optional[str] = ..., failed_documents: _Optional[_Iterable[_Union[_common_pb2.GradedDocument, _Mapping]]] = ..., history: _Optional[_Iterable[_Union[_common_pb2.RewriteAttempt, _Mapping]]] = ...) -> None: ...
 
 class RewriteQueryResponse(_message.Message):
-    __slots__ = ("rewritten_query", "reason", "keywords", "usage", "question")
+    __slots__ = ("rewritten_query", "reason", "keywords", "usage")
     REWRITTEN_QUERY_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     KEYWORDS_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
-    QUESTION_FIELD_NUMBER: _ClassVar[int]
     rewritten_query: str
     reason: str
     keywords: _containers.RepeatedScalarFieldContainer[str]
     usage: _common_pb2.ModelUsage
-    question: str
-    def __init__(self, rewritten_query: _Optional[str] = ..., reason: _Optional[str] = ..., keywords: _Optional[_Iterable[str]] = ..., usage: _Optional[_Union[_common_pb2.ModelUsage, _Mapping]] = ..., question: _Optional[str] = ...) -> None: ...
+    def __init__(self, rewritten_query: _Optional[str] = ..., reason: _Optional[str] = ..., keywords: _Optional[_Iterable[str]] = ..., usage: _Optional[_Union[_common_pb2.ModelUsage, _Mapping]] = ...) -> None: ...
 
 class StandaloneQueryRequest(_message.Message):
     __slots__ = ("history", "question")

@@ -13,11 +13,7 @@ from ragloop.v1 import rewriter_pb2, rewriter_pb2_grpc
 
 
 def build_rewriter(settings: RewriterSettings, model: ChatModel) -> ModelRewriter:
-    return ModelRewriter(
-        model,
-        reasoning=settings.rewriter_reasoning,
-        resolve_descriptions=settings.rewriter_resolve_descriptions,
-    )
+    return ModelRewriter(model, reasoning=settings.rewriter_reasoning)
 
 
 def build_spec(settings: RewriterSettings) -> ServiceSpec:

@@ -26,7 +26,6 @@ from ragloop.rewriter.prompts import (
     standalone_messages,
     tried_queries,
 )
-from ragloop.rewriter.resolution import resolve_description
 
 
 def parse_rewrite(data: dict[str, Any]) -> Rewrite:
@@ -55,18 +54,11 @@ class ModelRewriter:
     A rewrite that repeats a query already tried is asked for once more, with a short request that
     lists the queries tried (``retry_messages``); if the model repeats itself again the repeated
     query is returned as is and the loop stops on it (circular rewrite).
-
-    With ``resolve_descriptions``, passages that passed without answering (the loop's unanswered
-    round) first get the question's described thing named from them (``resolution``): the rewrite
-    is then that question, to be graded and answered as well as searched (``Rewrite.question``).
     """
 
-    def __init__(
-        self, model: ChatModel, *, reasoning: bool = False, resolve_descriptions: bool = False
-    ) -> None:
+    def __init__(self, model: ChatModel, *, reasoning: bool = False) -> None:
         self._model = model
         self._reasoning = reasoning
-        self._resolve_descriptions = resolve_descriptions
         self._schema = rewrite_schema(reasoning=reasoning)
 
     async def rewrite(
@@ -80,20 +72,11 @@ class ModelRewriter:
         current_query = required_text(current_query or original_query, "current_query")
         tried_in_order = tried_queries(original_query, current_query, history)
         tried = {normalize_query(q) for q in tried_in_order}
-        usage = ModelUsage(model=self._model.name)
-        if self._resolve_descriptions and any(graded.grade.relevant for graded in failed):
-            resolution = await resolve_description(
-                self._model, original_query, [graded.document for graded in failed]
-            )
-            usage = usage + resolution.usage
-            if resolution.question and normalize_query(resolution.question) not in tried:
-                return Rewrite(
-                    resolution.question, resolution.reason, [], usage, question=resolution.question
-                )
 
         messages: list[ChatMessage] = rewrite_messages(
             original_query, current_query, failed, history, reasoning=self._reasoning
         )
+        usage = ModelUsage(model=self._model.name)
         for _ in range(2):
             reply = await complete_structured(
                 self._model, messages, schema=self._schema, parse=parse_rewrite, max_tokens=160

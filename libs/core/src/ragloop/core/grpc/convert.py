@@ -353,7 +353,6 @@ def rewrite_to_proto(rewrite: Rewrite) -> rewriter_pb2.RewriteQueryResponse:
         reason=rewrite.reason,
         keywords=rewrite.keywords,
         usage=usage_to_proto(rewrite.usage),
-        question=rewrite.question,
     )
 
 
@@ -363,7 +362,6 @@ def rewrite_from_proto(message: rewriter_pb2.RewriteQueryResponse) -> Rewrite:
         reason=message.reason,
         keywords=list(message.keywords),
         usage=usage_from_proto(message.usage),
-        question=message.question,
     )
 
 

@@ -4,9 +4,7 @@ retrieve → grade → (pass rate high enough? generate : rewrite → retrieve �
 ``max_rewrite_attempts``, stopped by a circular rewrite, a rewrite that finds nothing new, or the
 request's time budget, and falling back to the best passed documents of any round. A round that
 passed but whose passages the generator could not answer from (no cited answer) is rewritten too,
-while attempts remain, aiming at what those passages miss; the passages that passed stay. When
-that rewrite restates the question (a described thing named from those passages, decision 0022),
-the rounds after it grade and answer the restated question.
+while attempts remain, aiming at what those passages miss; the passages that passed stay.
 
 A follow-up question with history is first made standalone (contextualize, round 0): every
 later node sees that question, and the response shows it beside the one asked.
@@ -302,13 +300,9 @@ class _Run:
         self.stages = loop
         self.asked = query.strip()  # the question as asked
         self.history = history
-        # The question the request asks: the asked one, or with history the standalone question
-        # made of it (``_contextualize``).
+        # The question graded, rewritten and answered: the asked one, or with history the
+        # standalone question made of it (``_contextualize``).
         self.original = self.asked
-        # The question graded and answered: the original one, or the question a rewrite restated
-        # (``_restate``), graded from round ``question_from`` (an index into the trace's rounds).
-        self.question = self.original
-        self.question_from = 0
         self.current = self.original  # the query searched (or about to be)
         self.round_number = 0  # of the round started last
         self.policy = policy
@@ -341,22 +335,19 @@ class _Run:
         outcome, answer = await self._answer(outcome, documents)
         self.trace.usage = self.trace.usage + answer.usage
         while self._unanswered(outcome, answer, documents):
+            passed_before = self._passed_ids()
             try:
-                rewrite = await self._rewrite_and_accept(RewriteTrigger.UNANSWERED)
+                if not await self._rewrite_and_accept(RewriteTrigger.UNANSWERED):
+                    break
             except BudgetSpent:
                 break
-            if rewrite is None:
-                break
-            restated = self._restate(rewrite)
-            passed_before = self._passed_ids()  # none yet for a restated question
             next_outcome, next_documents = await self._search()
             if self._passed_ids() <= passed_before or (
-                not restated and {d.id for d in next_documents} <= {d.id for d in documents}
+                {d.id for d in next_documents} <= {d.id for d in documents}
             ):
                 # Nothing new passed, or nothing new reaches the generator: the refusal stands.
                 # Passages that only fill the context would make the answer again from what
-                # the grader did not pass (decision 0020). A restated question is another
-                # question: the same passages may answer it.
+                # the grader did not pass (decision 0020).
                 break
             outcome, documents = next_outcome, next_documents
             outcome, answer = await self._answer(outcome, documents, refused=answer)
@@ -386,7 +377,6 @@ class _Run:
         )
         self.trace.usage = self.trace.usage + standalone.usage
         self.original = self.current = standalone.query.strip() or question
-        self.question = self.original
         self.tried = {normalize_query(self.original)}
 
     async def _search(self) -> tuple[Outcome, list[Document]]:
@@ -399,13 +389,12 @@ class _Run:
         # Passages that passed an earlier round were judged against the same question: they are
         # evidence as much as the last round's.
         limit = min(self.policy.top_k, self.policy.max_generation_documents)
-        rounds = self._question_rounds
-        best = best_passed_documents(rounds, limit)
+        best = best_passed_documents(self.trace.rounds, limit)
         # A decision asked for is weighed from what was found even when nothing passed
         # (decision 0012); filling the context gives a two-hop question its other passage.
         fill = self.policy.fill_generation_context if best else self.decision_required
         if fill:
-            best = with_most_similar(best, rounds, limit)
+            best = with_most_similar(best, self.trace.rounds, limit)
         return generation_context(best, self.policy.generation_context_tokens)
 
     async def _rounds(self) -> Outcome:
@@ -422,19 +411,14 @@ class _Run:
                     return Outcome.MAX_ATTEMPTS
                 if self._found_nothing_new(round_):
                     return Outcome.NO_NEW_DOCUMENTS
-                if await self._rewrite_and_accept(RewriteTrigger.PASS_RATE) is None:
+                if not await self._rewrite_and_accept(RewriteTrigger.PASS_RATE):
                     return Outcome.CIRCULAR_REWRITE
         except BudgetSpent:
             return Outcome.BUDGET_EXHAUSTED
 
-    @property
-    def _question_rounds(self) -> list[Round]:
-        """The rounds graded against the question now asked."""
-        return self.trace.rounds[self.question_from :]
-
     def _passed_ids(self) -> set[str]:
-        """The ids of the passages any round of the question now asked passed."""
-        return {g.document.id for r in self._question_rounds for g in r.graded if g.grade.relevant}
+        """The ids of the passages any round so far passed."""
+        return {g.document.id for r in self.trace.rounds for g in r.graded if g.grade.relevant}
 
     def _rewrites_left(self) -> bool:
         return len(self.trace.rewrite_history) < self.policy.max_rewrite_attempts
@@ -450,25 +434,15 @@ class _Run:
             and not reached(self.budget.rounds_deadline)
         )
 
-    async def _rewrite_and_accept(self, trigger: RewriteTrigger) -> Rewrite | None:
-        """Rewrite the query after the last round; None when the rewrite repeats a query
+    async def _rewrite_and_accept(self, trigger: RewriteTrigger) -> bool:
+        """Rewrite the query after the last round; False when the rewrite repeats a query
         already searched (a circular rewrite). Raises BudgetSpent as every node does."""
         rewrite = await self._rewrite(self.trace.rounds[-1], trigger)
         if normalize_query(rewrite.query) in self.tried:
-            return None
+            return False
         self.tried.add(normalize_query(rewrite.query))
         self.trace.rewrite_history.append(RewriteAttempt(rewrite.query, rewrite.reason))
         self.current = rewrite.query
-        return rewrite
-
-    def _restate(self, rewrite: Rewrite) -> bool:
-        """Grade and answer the rewrite's restated question from the next round on; whether it
-        restated one. A request that asks for a decision keeps its question: the decision is
-        weighed for the question as asked (decision 0012)."""
-        if not rewrite.question or self.decision_required:
-            return False
-        self.question = rewrite.question
-        self.question_from = len(self.trace.rounds)
         return True
 
     def _found_nothing_new(self, round_: Round) -> bool:
@@ -506,8 +480,6 @@ class _Run:
             if refused is not None
             else {}
         )
-        if self.question != self.original:
-            shown["question"] = self.question
 
         def details(answer: Answer) -> dict[str, Any]:
             return (
@@ -535,7 +507,7 @@ class _Run:
         try:
             answer = await self._node(
                 LoopNode.GENERATE,
-                self.question,
+                self.original,
                 generate,
                 details,
                 details,
@@ -557,10 +529,9 @@ class _Run:
         )
 
     def _best_confidence(self) -> float:
-        """The highest confidence of a passed grade in any round of the question now asked (0
-        when none passed)."""
+        """The highest confidence of a passed grade in any round (0 when none passed)."""
         return max(
-            (g.confidence for r in self._question_rounds for g in r.grading.grades if g.relevant),
+            (g.confidence for r in self.trace.rounds for g in r.grading.grades if g.relevant),
             default=0.0,
         )
 
@@ -570,13 +541,13 @@ class _Run:
         if self.on_event is None or not isinstance(generator, StreamingGenerator):
             return await self._announce(
                 await generator.generate(
-                    self.question, documents, instructions, decision=self.decision
+                    self.original, documents, instructions, decision=self.decision
                 )
             )
         answer: Answer | None = None
         restart = self.answer_text_sent  # an earlier answer's text is replaced by this one
         pieces = generator.generate_stream(
-            self.question, documents, instructions, decision=self.decision
+            self.original, documents, instructions, decision=self.decision
         )
         async with aclosing(pieces):
             async for piece in pieces:
@@ -627,7 +598,7 @@ class _Run:
         async def grade() -> GradingResult:
             if not documents:  # nothing to grade: no model call, pass rate 0
                 return GradingResult([])
-            grading = await self.stages.grader.grade(self.question, documents)
+            grading = await self.stages.grader.grade(self.original, documents)
             if len(grading.grades) != len(documents):
                 raise GradeCountMismatch(
                     f"grader returned {len(grading.grades)} grades for {len(documents)} documents"
@@ -636,7 +607,7 @@ class _Run:
 
         grading = await self._node(
             LoopNode.GRADE,
-            self.question,
+            self.original,
             grade,
             lambda g: {
                 "documents": len(documents),
@@ -660,14 +631,13 @@ class _Run:
             LoopNode.REWRITE,
             self.current,
             lambda: self.stages.rewriter.rewrite(
-                self.question, self.current, failed, list(self.trace.rewrite_history)
+                self.original, self.current, failed, list(self.trace.rewrite_history)
             ),
             lambda w: {
                 "query": w.query,
                 "reason": w.reason,
                 "keywords": w.keywords,
                 "trigger": trigger.value,
-                "question": w.question,
                 "usage": events.usage_details(w.usage),
             },
             lambda w: events.rewrite_details(w) | {"trigger": trigger.value},

@@ -89,10 +89,7 @@ def grade_details(grading: GradingResult, pass_threshold: float) -> dict[str, An
 
 
 def rewrite_details(rewrite: Rewrite) -> dict[str, Any]:
-    details = {"query": rewrite.query, "reason": rewrite.reason}
-    if rewrite.question:  # the rounds after it grade and answer this question
-        details["question"] = rewrite.question
-    return details | {"usage": usage_details(rewrite.usage)}
+    return {"query": rewrite.query, "reason": rewrite.reason, "usage": usage_details(rewrite.usage)}
 
 
 def contextualize_details(question: str, standalone: StandaloneQuery, turns: int) -> dict[str, Any]:
