@@ -26,11 +26,11 @@ import json
 import shlex
 import sys
 import time
-from itertools import zip_longest
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import date
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
