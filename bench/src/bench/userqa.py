@@ -30,6 +30,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import date
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -203,11 +204,22 @@ def render(records: Mapping[str, list[EvalRecord]]) -> str:
     return "\n\n".join(parts)
 
 
+def by_kind_in_turn(questions: list[EvalQuestion]) -> list[EvalQuestion]:
+    """The questions one kind after another (the first of each kind, then the second …), so that
+    a run stopped part way has answers of every kind."""
+    kinds: dict[str, list[EvalQuestion]] = {}
+    for question in questions:
+        kinds.setdefault(question.kind, []).append(question)
+    return [q for turn in zip_longest(*kinds.values()) for q in turn if q is not None]
+
+
 def measure(args: argparse.Namespace, questions: list[EvalQuestion], runs: RunsFile) -> None:
     """Each question answered by every system in turn (so an interrupted run leaves paired
     answers; single-shot right after ragloop, whose grades the grader's cache then holds)."""
     made = {(row["system"], row["id"]) for row in runs.rows() if not row.get("error")}
-    todo = [(q, s) for q in questions for s in args.systems if (s, q.id) not in made]
+    todo = [
+        (q, s) for q in by_kind_in_turn(questions) for s in args.systems if (s, q.id) not in made
+    ]
     print(f"{len(todo)} answers to make (the others are in {runs.path})", flush=True)
     if not todo:
         return
