@@ -16,7 +16,7 @@ from bench.answers.summary import common_questions, quality_figures, split_descr
 from bench.comparison.workload import PUBMEDQA
 from bench.quality import grader_figures
 from ragloop.generator.prompts import NO_ANSWER
-from tests.unit.test_bench_quality_runs import quality_run, round_info
+from tests.unit.bench.answers.test_bench_quality_runs import quality_run, round_info
 
 
 def squad_item(n: int, answerable: bool) -> QualityItem:
