@@ -21,8 +21,8 @@ from bench.answers.summary import quality_figures
 from bench.common import SHARED_DATA
 from ragloop.core.answers import NO_ANSWER
 from ragloop.core.leads import question_choices
-from tests.unit.test_bench_quality_runs import quality_run
-from tests.unit.test_bench_quality_split import squad_json
+from tests.unit.bench.answers.test_bench_quality_runs import quality_run
+from tests.unit.bench.answers.test_bench_quality_split import squad_json
 
 SQUAD_FILE = SHARED_DATA / "squad2" / "squad2-dev-subset.json"
 

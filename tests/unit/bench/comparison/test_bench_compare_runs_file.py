@@ -386,7 +386,7 @@ def test_the_runs_file_sits_beside_its_results() -> None:
 
 
 def test_the_committed_runs_files_are_each_one_xz_stream() -> None:
-    results = Path(__file__).resolve().parents[2] / "bench" / "results"
+    results = Path(__file__).resolve().parents[4] / "bench" / "results"
     for name in ("compare", "quality", "quality-dev"):
         runs_file = RunsFile(runs_file_beside(results / f"{name}.json"))
         (lines,) = xz_streams(runs_file.path)

@@ -19,8 +19,8 @@ from ragloop.core.metrics import observe_loop
 from ragloop.core.models import ChatMessage, ChatReply
 from ragloop.core.models.metered import MeteredChatModel
 from tests.spans import one, traced_in_memory
+from tests.unit.core.metrics.test_stage_metrics import FailingChatModel
 from tests.unit.fakes import ScriptedChatModel
-from tests.unit.test_stage_metrics import FailingChatModel
 
 MESSAGES = [ChatMessage("user", "Say something.")]
 

@@ -20,6 +20,7 @@ from ragloop.core.stages import LoopStages
 from ragloop.orchestrator.application.answers import query_response_body
 from ragloop.orchestrator.loop.corrective import CorrectiveLoop, LoopPolicy
 from ragloop.orchestrator.rest.sse import encode, event_data
+from tests.unit.bench.answers.test_bench_quality_runs import ANSWERABLE
 from tests.unit.fakes import (
     DictGrader,
     EchoGenerator,
@@ -29,7 +30,6 @@ from tests.unit.fakes import (
     StreamingEchoGenerator,
     doc,
 )
-from tests.unit.test_bench_quality_runs import ANSWERABLE
 
 ITEM = replace(ANSWERABLE, instructions="Be brief.")
 POLICY = LoopPolicy(

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from ragloop.core.models.retry import RetryPolicy, retry_stream_on_connection_errors
-from tests.unit.test_retry import Sleeps
+from tests.unit.core.models.test_retry import Sleeps
 
 
 class FlakyStream:
