@@ -15,6 +15,7 @@ from bench.answers.runs import QualityRun
 from bench.answers.summary import common_questions, quality_figures, split_description
 from bench.comparison.workload import PUBMEDQA
 from bench.quality import grader_figures
+from ragloop.core.answers import NO_ANSWER
 from tests.unit.bench.answers.test_bench_quality_runs import quality_run, round_info
 
 
