@@ -1,5 +1,5 @@
 """Text for people: an answer with its sources, the loop's decision path as a tree, collections.
-Pure functions of the API's JSON bodies (see ragloop.orchestrator.rest.schemas)."""
+Pure functions of the API's JSON bodies (see ragloop.orchestrator.application.answers)."""
 
 from __future__ import annotations
 
