@@ -3,8 +3,10 @@ started as `make run` starts them, Milvus Lite in the retriever) over a scripted
 each process exporting its spans over OTLP/HTTP to a receiver in this test on 127.0.0.1 (the
 real export, parsed from its protobuf bodies).
 
-The question is one the scripted grader never passes, so the loop runs every stage: retrieve
-and grade, rewrite, retrieve and grade again, then the generator's refusal. The trace must hold
+The question is one the scripted grader never passes, and asks for a decision ("Begin your answer
+with yes or no."), so the loop runs every stage: retrieve and grade, rewrite, retrieve and grade
+again, then the generator, which gives a decision from the passages found even when none passed
+(a refusal for lack of passages is the loop's own and calls no generator). The trace must hold
 spans of all five services with the right parents: each stage's server span under the
 orchestrator's client span of that call, under the node span of its round, under the loop's,
 under the request's; each model call under its stage's server span, with the model's name and
@@ -33,7 +35,11 @@ CORPUS = [
     {"source": "notes/cats.md", "text": "Cats sleep up to sixteen hours a day."},
     {"source": "notes/owls.md", "text": "Owls hunt at night and sleep by day."},
 ]
-QUERY = {"query": f"How long do cats sleep? {NOT_RELEVANT}", "max_rewrite_attempts": 1}
+QUERY = {
+    "query": f"How long do cats sleep? {NOT_RELEVANT}",
+    "max_rewrite_attempts": 1,
+    "answer_instructions": "Begin your answer with yes or no.",
+}
 NODE_OF_SERVICE = {
     "ragloop.v1.RetrieverService": "retrieve",
     "ragloop.v1.GraderService": "grade",
@@ -154,7 +160,7 @@ def test_one_query_is_one_trace_across_the_five_processes(
 
     # Each model call under its stage's server span, with the model and its tokens.
     chats = [s for s in trace if s.attributes.get("gen_ai.operation.name") == "chat"]
-    assert {s.service for s in chats} == {"grader", "rewriter"}  # nothing passed: no answer
+    assert {s.service for s in chats} == {"grader", "rewriter", "generator"}
     for chat in chats:
         server = parent_of(trace, chat)
         assert (server.service, server.kind) == (chat.service, "SERVER")
