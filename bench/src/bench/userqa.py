@@ -28,7 +28,7 @@ import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from itertools import zip_longest
 from pathlib import Path
@@ -49,9 +49,12 @@ from bench.stages import ModelEndpoint
 from ragloop.cli.client import Api
 from ragloop.cli.evaluation.questions import EvalQuestion, load_questions
 from ragloop.cli.evaluation.report import ALL, summary, table
+from ragloop.cli.evaluation.report import figures as eval_figures
 from ragloop.cli.evaluation.runner import EvalAnswer, EvalRecord, RestAnswerer, evaluate
 from ragloop.cli.evaluation.scoring import POINTS, score
+from ragloop.core.answers import NO_ANSWER
 from ragloop.core.domain import SourceDocument
+from ragloop.core.leads import requested_decision
 from ragloop.core.stages import Generator, Retriever
 from ragloop.generator.__main__ import build_generator
 from ragloop.generator.settings import GeneratorSettings
@@ -146,9 +149,8 @@ def records_of(
         question = questions.get(row["id"])
         if question is None:
             continue
-        answer = EvalAnswer(
-            **{**row["answer"], "decision_path": tuple(row["answer"]["decision_path"])}
-        )
+        made = row["answer"]
+        answer = EvalAnswer(**{**made, "decision_path": tuple(made.get("decision_path", ()))})
         record = EvalRecord(question, answer, score(question, answer.text), row.get("error", ""))
         by_system.setdefault(row["system"], {})[question.id] = record
     order = list(questions)
@@ -202,6 +204,32 @@ def render(records: Mapping[str, list[EvalRecord]]) -> str:
         wins, losses = paired(records[RAGLOOP], records[SINGLE])
         parts.append(f"loop vs single-shot: {wins} wins, {losses} losses")
     return "\n\n".join(parts)
+
+
+FLOORS = (0.0, 0.5, 0.55, 0.6, 0.65, 0.7)
+
+
+def with_floor(record: EvalRecord, floor: float) -> EvalRecord:
+    """The record as the loop's answer floor ``floor`` would have left it, from a run made with
+    the floor off (RAGLOOP_ANSWER_MIN_CONFIDENCE=0): the refusal where the best passed grade is
+    below it, unless the question asks for a decision (which the floor never refuses)."""
+    best = record.answer.checks.get("best_confidence")
+    question = record.question
+    if best is None or best >= floor or requested_decision("", question.question):
+        return record
+    refused = replace(record.answer, text=NO_ANSWER, checks={"best_confidence": best})
+    return EvalRecord(question, refused, score(question, NO_ANSWER), record.error)
+
+
+def floor_sweep(records: list[EvalRecord]) -> str:
+    """Right, wrong and the score at each floor, replayed from one run with the floor off."""
+    lines = ["floor  right  wrong  missing  score"]
+    for floor in FLOORS:
+        f = eval_figures([with_floor(r, floor) for r in records])
+        lines.append(
+            f"{floor:<5}  {f['right']:<5}  {f['wrong']:<5}  {f['missing']:<7}  {f['score']:+.3f}"
+        )
+    return "\n".join(lines)
 
 
 def by_kind_in_turn(questions: list[EvalQuestion]) -> list[EvalQuestion]:
@@ -296,6 +324,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--fresh", action="store_true", help="forget every answer made before")
     parser.add_argument("--forget", default="", help="make this system's answers again")
     parser.add_argument("--summarise", action="store_true", help="only compute the figures")
+    parser.add_argument(
+        "--floor-sweep",
+        action="store_true",
+        help="print each system's figures at several answer floors, replayed from runs made "
+        "with RAGLOOP_ANSWER_MIN_CONFIDENCE=0 (every answer with its best passed grade)",
+    )
     args = parser.parse_args(argv)
     unknown = set(args.systems) - set(SYSTEMS)
     if unknown:
@@ -335,6 +369,9 @@ def main() -> None:
     )
     write_results(output, figures)
     print("\n" + render(records))
+    if args.floor_sweep:
+        for system, system_records in records.items():
+            print(f"\n{system}, answer floor replayed\n{floor_sweep(system_records)}")
     print(f"\nwrote {output}")
 
 

@@ -1,0 +1,50 @@
+"""bench.userqa's arithmetic: the order questions are asked in, paired wins, the floor replay."""
+
+from __future__ import annotations
+
+from bench.userqa import by_kind_in_turn, floor_sweep, paired, records_of, with_floor
+from ragloop.cli.evaluation.questions import EvalQuestion
+from ragloop.cli.evaluation.runner import EvalAnswer, EvalRecord
+from ragloop.cli.evaluation.scoring import Verdict, score
+from ragloop.core.answers import NO_ANSWER
+
+PORT = EvalQuestion("q1", "What port does it use?", "what", True, (("9090",),))
+WAL = EvalQuestion("q2", "Is WAL compression on by default?", "yes-no", True, (("yes",),))
+OUT = EvalQuestion("q3", "How do I import a dashboard?", "out-of-scope", False)
+
+
+def record(question: EvalQuestion, text: str, best: float) -> EvalRecord:
+    answer = EvalAnswer(text, 1.0, checks={"best_confidence": best})
+    return EvalRecord(question, answer, score(question, text))
+
+
+def test_questions_are_asked_one_kind_after_another() -> None:
+    how = [EvalQuestion(f"h{n}", "How?", "how-to", True, (("x",),)) for n in range(3)]
+    assert [q.id for q in by_kind_in_turn([*how, PORT, OUT])] == ["h0", "q1", "q3", "h1", "h2"]
+
+
+def test_the_floor_is_replayed_from_each_answers_best_grade() -> None:
+    right = record(PORT, "Port 9090 [1].", best=0.58)
+    assert with_floor(right, 0.5) is right
+    refused = with_floor(right, 0.6)
+    assert refused.answer.text == NO_ANSWER and refused.scored.verdict is Verdict.MISSING
+    decision = record(WAL, "Yes. It is on [1].", best=0.1)  # the floor never refuses a decision
+    assert with_floor(decision, 0.7) is decision
+    wrong = record(OUT, "Click import [1].", best=0.55)
+    table = floor_sweep([right, decision, wrong]).splitlines()
+    assert table[0].split() == ["floor", "right", "wrong", "missing", "score"]
+    assert table[1].split() == ["0.0", "2", "1", "0", "+0.333"]
+    assert table[4].split() == ["0.6", "2", "0", "1", "+0.667"]  # the port refused, the import too
+
+
+def test_runs_are_scored_again_and_paired_by_question() -> None:
+    rows = [
+        {"system": "ragloop", "id": "q1", "answer": {"text": "9090 [1].", "seconds": 2.0}},
+        {"system": "single", "id": "q1", "answer": {"text": NO_ANSWER, "seconds": 1.0}},
+        {"system": "ragloop", "id": "q3", "answer": {"text": NO_ANSWER, "seconds": 2.0}},
+        {"system": "single", "id": "q3", "answer": {"text": NO_ANSWER, "seconds": 1.0}},
+        {"system": "single", "id": "gone", "answer": {"text": "x", "seconds": 1.0}},
+    ]
+    records = records_of(rows, {q.id: q for q in (PORT, WAL, OUT)})
+    assert [r.scored.verdict for r in records["ragloop"]] == [Verdict.RIGHT, Verdict.RIGHT]
+    assert paired(records["ragloop"], records["single"]) == (1, 0)
