@@ -73,11 +73,9 @@ OUTPUT = RESULTS_DIR / "quality.json"
 
 
 def load_corpus(path: Path) -> list[SourceDocument]:
-    return [
-        SourceDocument(row["source"], row["text"])
-        for row in map(json.loads, path.read_text(encoding="utf-8").splitlines())
-        if row
-    ]
+    lines = path.read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines if line.strip()]
+    return [SourceDocument(row["source"], row["text"]) for row in rows]
 
 
 @dataclass
