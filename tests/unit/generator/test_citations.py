@@ -113,6 +113,36 @@ def test_a_sentence_said_twice_is_said_once_citing_both_passages() -> None:
     assert repeated_sentences(checked.text) == []
 
 
+def test_the_same_words_in_another_order_are_said_once() -> None:
+    checked = compose_answer(
+        draft(
+            (1, "Prometheus listens on port 9090 by default for its UI and API."),
+            (2, "By default, Prometheus listens on port 9090 for its UI and API."),
+        ),
+        DOCS,
+    )
+    assert checked.text == (
+        "Prometheus listens on port 9090 by default for its UI and API. [1] [2]"
+    )
+
+
+def test_repeated_sentences_counts_what_a_reader_sees_twice() -> None:
+    answer = (
+        "Prometheus listens on port 9090 by default. [1] By default, Prometheus listens on "
+        "port 9090. [2] Prometheus listens on port 9090. [3] It is. It is. It is not on port 80."
+    )
+    assert repeated_sentences(answer) == [
+        "By default, Prometheus listens on port 9090.",
+        "Prometheus listens on port 9090.",
+        "It is.",
+    ]
+
+
+def test_a_word_changed_is_no_repeat() -> None:
+    answer = "The endpoint is enabled by default. [1] The endpoint is not enabled by default. [2]"
+    assert repeated_sentences(answer) == []
+
+
 def test_a_sentence_inside_a_longer_one_is_said_the_longer_way() -> None:
     checked = compose_answer(
         draft(

@@ -63,16 +63,35 @@ def sentence_key(sentence: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", sentence.lower()).split())
 
 
+# A sentence inside another, or in another order, says it again only with this many words:
+# "It is" is no repeat.
+MIN_REPEATED_WORDS = 4
+
+
+def says_again(key: str, earlier: str) -> bool:
+    """Whether a sentence says what an earlier one said (both by ``sentence_key``): the same, the
+    same words in another order ("By default, X listens on 9090" after "X listens on 9090 by
+    default"), or all of the other within it."""
+    shorter, longer = sorted((key, earlier), key=len)
+    if shorter == longer:
+        return True
+    if len(shorter.split()) < MIN_REPEATED_WORDS:
+        return False
+    return sorted(shorter.split()) == sorted(longer.split()) or f" {shorter} " in f" {longer} "
+
+
 def repeated_sentences(answer: str) -> list[str]:
-    """The sentences the answer says more than once (compared without case, punctuation and
-    citation markers), each once, in order."""
-    seen: set[str] = set()
+    """The sentences that say again what an earlier sentence of the answer said (``says_again``,
+    compared without case, punctuation and citation markers), each once, in order."""
+    said: list[str] = []
     repeated: list[str] = []
     for sentence in split_sentences(without_markers(answer)):
         key = sentence_key(sentence)
-        if key in seen and sentence not in repeated:
-            repeated.append(sentence)
-        seen.add(key)
+        if any(says_again(key, earlier) for earlier in said):
+            if sentence not in repeated:
+                repeated.append(sentence)
+        else:
+            said.append(key)
     return repeated
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ragloop.core.answers import finished_sentence, sentence_key
+from ragloop.core.answers import finished_sentence, says_again, sentence_key
 from ragloop.core.domain import Citation, Document
 from ragloop.core.text import content_words, split_sentences
 from ragloop.generator.draft import DraftAnswer
@@ -35,19 +35,6 @@ class CheckedAnswer:
     removed_citations: list[int] = field(default_factory=list)
     uncited_sentences: int = 0
     hallucination_risk: float = 0.0
-
-
-# A sentence inside another says it again only with this many words: "It is" is no repeat.
-MIN_REPEATED_WORDS = 4
-
-
-def _says_again(key: str, earlier: str) -> bool:
-    """Whether a sentence (by ``sentence_key``) says what an earlier one said, or the one says
-    all of the other."""
-    shorter, longer = sorted((key, earlier), key=len)
-    return shorter == longer or (
-        len(shorter.split()) >= MIN_REPEATED_WORDS and f" {shorter} " in f" {longer} "
-    )
 
 
 @dataclass
@@ -83,7 +70,7 @@ def compose_answer(
         for number in valid:
             claims.setdefault(number, []).append(text)
         key = sentence_key(text)
-        earlier = next((s for s in said if _says_again(key, s.key)), None)
+        earlier = next((s for s in said if says_again(key, s.key)), None)
         if earlier is None:
             uncited += not valid
             said.append(_Said(key, text, valid))

@@ -24,7 +24,9 @@ def unstated_decision(lead: str) -> str:
 
 
 MAX_SENTENCES = 3
-MAX_SENTENCE_CHARS = 220
+# Long enough for a passage's sentence that holds an inline list: at 220 the reply schema cut
+# such sentences mid-clause (docs/decisions/0024, "The sentence cap").
+MAX_SENTENCE_CHARS = 400
 INSTRUCTIONS_LABEL = "Instructions for the answer"
 
 ANSWER_SCHEMA: dict[str, Any] = {
