@@ -328,7 +328,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="print each system's figures at several answer floors, replayed from runs made "
         "with RAGLOOP_ANSWER_MIN_CONFIDENCE=0 (every answer with its best passed grade)",
     )
+    parser.add_argument(
+        "--at-floor",
+        type=float,
+        default=None,
+        help="compute and write the figures as the answer floor AT_FLOOR would have left the "
+        "answers, replayed from runs made with RAGLOOP_ANSWER_MIN_CONFIDENCE=0 (e.g. the "
+        "server's default, to report the default from a run that also serves --floor-sweep)",
+    )
     args = parser.parse_args(argv)
+    if args.at_floor is not None and not 0.0 <= args.at_floor <= 1.0:
+        parser.error("--at-floor is a passed grade, between 0 and 1")
     unknown = set(args.systems) - set(SYSTEMS)
     if unknown:
         parser.error(f"unknown systems {sorted(unknown)}; choose from {', '.join(SYSTEMS)}")
@@ -352,13 +362,21 @@ def main() -> None:
     if not args.summarise:
         start_long_run()
         measure(args, questions, runs)
-    records = records_of(runs.rows(), {q.id: q for q in questions})
+    made = records_of(runs.rows(), {q.id: q for q in questions})
+    records = made
+    if args.at_floor is not None:
+        records = {
+            system: [with_floor(record, args.at_floor) for record in system_records]
+            for system, system_records in made.items()
+        }
     figures = read_results(output) | userqa_figures(records)
+    figures["userqa_answer_floor_replayed"] = args.at_floor
+    command_key = "userqa_summary_command" if args.summarise else "userqa_command"
+    figures[command_key] = "python -m bench.userqa " + shlex.join(sys.argv[1:])
     if not args.summarise:
         figures |= {
             "userqa_date": date.today().isoformat(),
             "userqa_machine": machine(),
-            "userqa_command": "python -m bench.userqa " + shlex.join(sys.argv[1:]),
             "userqa_settings_changed": changed_settings(),
             "userqa_seconds_last_invocation": round(time.perf_counter() - clock, 1),
         }
@@ -368,7 +386,7 @@ def main() -> None:
     write_results(output, figures)
     print("\n" + render(records))
     if args.floor_sweep:
-        for system, system_records in records.items():
+        for system, system_records in made.items():
             print(f"\n{system}, answer floor replayed\n{floor_sweep(system_records)}")
     print(f"\nwrote {output}")
 

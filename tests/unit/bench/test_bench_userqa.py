@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from bench.userqa import by_kind_in_turn, floor_sweep, paired, records_of, with_floor
+import pytest
+
+from bench.userqa import (
+    by_kind_in_turn,
+    floor_sweep,
+    paired,
+    parse_args,
+    records_of,
+    with_floor,
+)
 from ragloop.cli.evaluation.questions import EvalQuestion
 from ragloop.cli.evaluation.runner import EvalAnswer, EvalRecord
 from ragloop.cli.evaluation.scoring import Verdict, score
@@ -48,3 +57,10 @@ def test_runs_are_scored_again_and_paired_by_question() -> None:
     records = records_of(rows, {q.id: q for q in (PORT, WAL, OUT)})
     assert [r.scored.verdict for r in records["ragloop"]] == [Verdict.RIGHT, Verdict.RIGHT]
     assert paired(records["ragloop"], records["single"]) == (1, 0)
+
+
+def test_the_figures_can_be_written_at_a_replayed_floor() -> None:
+    assert parse_args(["--at-floor", "0.6"]).at_floor == 0.6
+    assert parse_args([]).at_floor is None
+    with pytest.raises(SystemExit):
+        parse_args(["--at-floor", "1.5"])
