@@ -165,3 +165,30 @@ def test_a_sentence_cut_at_the_length_cap_ends_where_it_was_finished() -> None:
     words = ("word " * 100)[:MAX_SENTENCE_CHARS]
     assert compose_answer(draft((1, words)), DOCS).text.endswith("word. [1]")
     assert cut_off_sentences(compose_answer(draft((1, words)), DOCS).text) == []
+
+
+def test_a_sentence_stopped_mid_clause_is_not_said() -> None:
+    checked = compose_answer(
+        draft(
+            (1, "Milvus is a vector database."),
+            (2, "If a fill modifier is used on the"),
+            (2, "The query `http_requests_total{environment="),
+            (1, "Requests fail with HTTP 400. The default limit (100) is"),
+        ),
+        DOCS,
+    )
+    assert checked.text == "Milvus is a vector database. [1] Requests fail with HTTP 400. [1]"
+    assert cut_off_sentences(checked.text) == []
+
+
+def test_code_a_path_or_a_noun_may_end_a_sentence_without_a_full_stop() -> None:
+    for text in ("Use `--web.route-prefix`", "See /api/v1/targets", "It keeps data in data-agent"):
+        assert compose_answer(draft((1, text)), DOCS).text == f"{text} [1]"
+
+
+def test_a_sentence_cut_at_the_cap_does_not_end_mid_clause() -> None:
+    ending = "of a source server, while also enab"
+    start = "Configure the server to scrape the endpoint " * 20
+    capped = start[: MAX_SENTENCE_CHARS - len(ending)] + ending
+    text = compose_answer(draft((1, capped)), DOCS).text
+    assert text.endswith("of a source server. [1]")

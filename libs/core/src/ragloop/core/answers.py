@@ -100,17 +100,51 @@ def ends_finished(sentence: str) -> bool:
     return sentence.rstrip().endswith(_SENTENCE_CLOSE)
 
 
+# Words a clause does not end on: a sentence that stops after one was stopped mid-clause ("If a
+# fill modifier is used on the"), as is one that stops after "=", a comma or an opening bracket
+# (a quote inside the model's JSON string ends it early: "The query `x{env=").
+# fmt: off
+_CLAUSE_WORDS = frozenset({
+    "a", "an", "the", "that", "which", "who", "whose", "whom", "this", "these", "those", "its",
+    "their", "his", "her", "our", "your", "my", "of", "to", "in", "on", "at", "by", "for", "from",
+    "with", "as", "than", "into", "onto", "over", "under", "about", "and", "or", "but", "nor",
+    "if", "when", "while", "whether", "because", "is", "are", "was", "were", "be", "been",
+    "being", "has", "have", "had", "can", "could", "will", "would", "should", "may", "might",
+    "must", "also",
+})
+# fmt: on
+_OPEN_ENDS = tuple("=({[<,-")
+
+
+def stopped_mid_clause(sentence: str) -> bool:
+    """Whether the sentence stops where no clause ends: after an article, a preposition, a
+    conjunction or an auxiliary, or after "=", a comma or an opening bracket."""
+    sentence = sentence.rstrip()
+    if not sentence or ends_finished(sentence):
+        return False
+    last = re.search(r"(\w+)\W*$", sentence)
+    return sentence.endswith(_OPEN_ENDS) or (
+        last is not None and last.group(1).lower() in _CLAUSE_WORDS
+    )
+
+
 def finished_sentence(sentence: str, cap: int) -> str:
-    """A sentence written up to a length ``cap`` (the reply schema's), ended where it was
-    finished: at its last sentence end, else at its last whole word. Shorter ones unchanged."""
+    """The sentence ended where it was finished. One written up to a length ``cap`` (the reply
+    schema's) or stopped mid-clause (``stopped_mid_clause``) ends at its last sentence end; with
+    none, one at the cap ends at its last whole word, and a stopped one is nothing ("")."""
     sentence = sentence.strip()
-    if len(sentence) < cap - 1 or ends_finished(sentence):
+    at_cap = len(sentence) >= cap - 1 and not ends_finished(sentence)
+    if not at_cap and not stopped_mid_clause(sentence):
         return sentence
     ends = [m.end() for m in re.finditer(r"[.!?](?=\s)", sentence)]
     if ends:
         return sentence[: ends[-1]]
-    head = sentence.rsplit(" ", 1)[0].rstrip(",;:- ")
-    return head + "."
+    if not at_cap:
+        return ""
+    words = sentence.split()[:-1]  # the last word may be cut
+    while words and words[-1].lower() in _CLAUSE_WORDS:
+        words.pop()
+    return " ".join(words).rstrip(",;:- ") + "." if words else ""
 
 
 def cut_off_sentences(answer: str) -> list[str]:

@@ -65,7 +65,7 @@ def compose_answer(
                     valid.append(number)
             elif number not in removed:
                 removed.append(number)
-        if not text:  # markers only: nothing to cite for
+        if not text:  # markers only, or a clause stopped short: nothing finished to cite for
             continue
         for number in valid:
             claims.setdefault(number, []).append(text)
