@@ -192,3 +192,16 @@ def test_a_sentence_cut_at_the_cap_does_not_end_mid_clause() -> None:
     capped = start[: MAX_SENTENCE_CHARS - len(ending)] + ending
     text = compose_answer(draft((1, capped)), DOCS).text
     assert text.endswith("of a source server. [1]")
+
+
+def test_a_list_cut_at_the_cap_after_an_opening_backtick_ends_at_its_last_item() -> None:
+    items = ["The operators are:"]
+    n = 0
+    while len(" ".join(items)) < MAX_SENTENCE_CHARS - 40:
+        items.append(f"* `f{n}(v)` (does thing {n})")
+        n += 1
+    capped = " ".join(items) + " * `"
+    capped += "x" * (MAX_SENTENCE_CHARS - len(capped))
+    text = compose_answer(draft((1, capped)), DOCS).text
+    assert text.endswith(f"(does thing {n - 1}). [1]")
+    assert cut_off_sentences(text) == []

@@ -96,8 +96,13 @@ def repeated_sentences(answer: str) -> list[str]:
 
 
 def ends_finished(sentence: str) -> bool:
-    """Whether the sentence ends in closing punctuation (or code, a quote, a bracket)."""
-    return sentence.rstrip().endswith(_SENTENCE_CLOSE)
+    """Whether the sentence ends in closing punctuation (or code, a quote, a bracket); a backtick
+    or a straight quote that opens ("… * `") ends nothing."""
+    sentence = sentence.rstrip()
+    last = sentence[-1:]
+    if last in ("`", '"') and sentence.count(last) % 2:
+        return False
+    return sentence.endswith(_SENTENCE_CLOSE)
 
 
 # Words a clause does not end on: a sentence that stops after one was stopped mid-clause ("If a
@@ -113,7 +118,7 @@ _CLAUSE_WORDS = frozenset({
     "must", "also",
 })
 # fmt: on
-_OPEN_ENDS = tuple("=({[<,-")
+_OPEN_ENDS = tuple('=({[<,-`"')  # a backtick or quote here opens (ends_finished)
 
 
 def stopped_mid_clause(sentence: str) -> bool:
@@ -144,7 +149,7 @@ def finished_sentence(sentence: str, cap: int) -> str:
     words = sentence.split()[:-1]  # the last word may be cut
     while words and words[-1].lower() in _CLAUSE_WORDS:
         words.pop()
-    return " ".join(words).rstrip(",;:- ") + "." if words else ""
+    return " ".join(words).rstrip(",;:-* ") + "." if words else ""
 
 
 def cut_off_sentences(answer: str) -> list[str]:
