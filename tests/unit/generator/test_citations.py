@@ -205,3 +205,17 @@ def test_a_list_cut_at_the_cap_after_an_opening_backtick_ends_at_its_last_item()
     text = compose_answer(draft((1, capped)), DOCS).text
     assert text.endswith(f"(does thing {n - 1}). [1]")
     assert cut_off_sentences(text) == []
+
+
+def test_a_sentence_left_off_in_an_ellipsis_is_not_said() -> None:
+    checked = compose_answer(
+        draft(
+            (1, "One setting, `RAGLOOP_MILVUS_URI`, chooses where …"),
+            (1, "In ragloop the retriever owns the data directory."),
+            (2, "Ollama runs models locally. It also serves..."),
+        ),
+        DOCS,
+    )
+    assert checked.text == (
+        "In ragloop the retriever owns the data directory. [1] Ollama runs models locally. [2]"
+    )

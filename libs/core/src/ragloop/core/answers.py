@@ -123,8 +123,10 @@ _OPEN_ENDS = tuple('=({[<,-`"')  # a backtick or quote here opens (ends_finished
 
 def stopped_mid_clause(sentence: str) -> bool:
     """Whether the sentence stops where no clause ends: after an article, a preposition, a
-    conjunction or an auxiliary, or after "=", a comma or an opening bracket."""
+    conjunction or an auxiliary, after "=", a comma or an opening bracket, or in an ellipsis."""
     sentence = sentence.rstrip()
+    if sentence.endswith(("…", "...")):  # an ellipsis: a quote left off ("chooses where …")
+        return True
     if not sentence or ends_finished(sentence):
         return False
     last = re.search(r"(\w+)\W*$", sentence)
@@ -139,7 +141,8 @@ def finished_sentence(sentence: str, cap: int) -> str:
     none, one at the cap ends at its last whole word, and a stopped one is nothing ("")."""
     sentence = sentence.strip()
     at_cap = len(sentence) >= cap - 1 and not ends_finished(sentence)
-    if not at_cap and not stopped_mid_clause(sentence):
+    stopped = stopped_mid_clause(sentence)
+    if not at_cap and not stopped:
         return sentence
     ends = [m.end() for m in re.finditer(r"[.!?](?=\s)", sentence)]
     if ends:
