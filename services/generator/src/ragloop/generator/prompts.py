@@ -25,7 +25,7 @@ def unstated_decision(lead: str) -> str:
 
 MAX_SENTENCES = 3
 # Long enough for a passage's sentence that holds an inline list: at 220 the reply schema cut
-# such sentences mid-clause (docs/decisions/0024, "The sentence cap").
+# such sentences mid-clause (docs/decisions/0024-answers-for-people.md, "The answer's form").
 MAX_SENTENCE_CHARS = 400
 INSTRUCTIONS_LABEL = "Instructions for the answer"
 
