@@ -35,7 +35,7 @@ from ragloop.generator.support import DEFAULT_SUPPORT_THRESHOLD
 from ragloop.orchestrator.policy.defaults import DEFAULT_ANSWER_MIN_CONFIDENCE
 
 SUPPORT_THRESHOLDS = (0.0, 0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8)
-ANSWER_FLOORS = (0.0, 0.55, 0.6, 0.65)
+ANSWER_FLOORS = (0.0, 0.55, 0.6, 0.65, 0.7)
 ANSWER_MATCH_THRESHOLDS = (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
 LEAD_THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 1.01)
 
@@ -50,6 +50,8 @@ class SupportRow:  # shares, None where there is no question to count
     floor: float = 0.0
     two_hop_right: float | None = None
     match_threshold: float = 0.0
+    score: float | None = None  # right − wrong over SQuAD (issue 47's objective)
+    two_hop_score: float | None = None
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,14 @@ def outcome_at(
     return run.correct, bool(run.refused)
 
 
+def truthfulness(outcomes: Sequence[tuple[bool, bool]]) -> float | None:
+    """Right +1, refused 0, wrong −1 over (right, refused) outcomes (docs/corrective-loop.md)."""
+    if not outcomes:
+        return None
+    wrong = sum(1 for right, refused in outcomes if not right and not refused)
+    return (sum(1 for right, _ in outcomes if right) - wrong) / len(outcomes)
+
+
 def _below(figure: float | None, threshold: float) -> bool:
     """Whether a check refuses at ``threshold``; an unchecked answer (no figure) stands."""
     return figure is not None and figure < threshold
@@ -106,7 +116,9 @@ def support_sweep(
         for threshold in thresholds:
             for match in match_thresholds:
                 right = [outcome_at(r, threshold, floor, match) for r in answerable]
-                refusals = [outcome_at(r, threshold, floor, match)[1] for r in unanswerable]
+                unanswered = [outcome_at(r, threshold, floor, match) for r in unanswerable]
+                refusals = [refused for _, refused in unanswered]
+                hops = [outcome_at(r, threshold, floor, match) for r in two_hop]
                 rows.append(
                     SupportRow(
                         threshold,
@@ -115,8 +127,10 @@ def support_sweep(
                         share([ok for ok, _ in right] + refusals),
                         share(refused for _, refused in right),
                         floor,
-                        share(outcome_at(r, threshold, floor, match)[0] for r in two_hop),
+                        share(ok for ok, _ in hops),
                         match,
+                        truthfulness(right + unanswered),
+                        truthfulness(hops),
                     )
                 )
     return rows
@@ -154,12 +168,14 @@ def _cell(value: float | None) -> str:
 def _print_support_rows(rows: Sequence[SupportRow]) -> None:
     print(
         "| answer floor | support threshold | answer-match threshold | answerable right "
-        "| unanswerable refused | overall | false refusals | two-hop right |"
+        "| unanswerable refused | overall | false refusals | score | two-hop right "
+        "| two-hop score |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
-        shares = (row.answerable_right, row.unanswerable_refused, row.overall)
-        cells = " | ".join(_cell(v) for v in (*shares, row.false_refusals, row.two_hop_right))
+        shares = (row.answerable_right, row.unanswerable_refused, row.overall, row.false_refusals)
+        scores = (row.score, row.two_hop_right, row.two_hop_score)
+        cells = " | ".join(_cell(v) for v in (*shares, *scores))
         print(f"| {row.floor:.2f} | {row.threshold:.2f} | {row.match_threshold:.2f} | {cells} |")
 
 
@@ -175,11 +191,12 @@ def main() -> None:
         supported = sum(1 for a in answers if a.support is not None)
         matched = sum(1 for a in answers if a.answer_match is not None)
         scored = sum(1 for a in answers if a.lead_probabilities)
+        graded = sum(1 for a in answers if a.rounds)  # enough for the floor alone
         print(
             f"\n{system}: {len(mine)} runs, {supported} with a support figure, {matched} with an "
             f"answer-match figure, {scored} with a scored lead\n"
         )
-        if supported:
+        if supported or graded:
             _print_support_rows(support_sweep(mine, SUPPORT_THRESHOLDS, ANSWER_FLOORS))
         if matched:
             print("\nthe answer-match threshold at the default floor and support threshold:\n")

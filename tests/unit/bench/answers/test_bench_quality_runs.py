@@ -304,6 +304,7 @@ def test_a_floor_sweep_refuses_answers_whose_round_1_passed_nothing_that_confide
     assert (off.floor, off.answerable_right, off.unanswerable_refused) == (0.0, 1, 0)
     assert floor.floor == 0.6 and floor.unanswerable_refused == 1
     assert floor.answerable_right == pytest.approx(2 / 3, abs=1e-4)
+    assert (off.score, floor.score) == (0.5, 0.75)  # the invention refused, one right lost
 
 
 def test_a_floor_sweep_leaves_a_choice_between_named_candidates_standing() -> None:
@@ -322,7 +323,7 @@ def test_a_floor_sweep_leaves_a_choice_between_named_candidates_standing() -> No
 
     (row,) = support_sweep([run], (0.8,), (0.6,))
 
-    assert row.two_hop_right == 1
+    assert (row.two_hop_right, row.two_hop_score) == (1, 1)
 
 
 def test_an_answer_match_sweep_refuses_answers_below_each_threshold() -> None:
