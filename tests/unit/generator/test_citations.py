@@ -219,3 +219,23 @@ def test_a_sentence_left_off_in_an_ellipsis_is_not_said() -> None:
     assert checked.text == (
         "In ragloop the retriever owns the data directory. [1] Ollama runs models locally. [2]"
     )
+
+
+def test_a_sentence_stopped_inside_a_bracket_ends_before_it() -> None:
+    checked = compose_answer(
+        draft(
+            (
+                1,
+                "Graphs of rare spikes are hard to read. Note that when combining `rate()` "
+                "with an aggregation operator (e.g.",
+            ),
+            (2, "Use `rate()` first (then `sum()`). It detects resets [and gaps."),
+            (1, "Only counters (floats and histograms) work."),
+        ),
+        DOCS,
+    )
+    assert checked.text == (
+        "Graphs of rare spikes are hard to read. [1] Use `rate()` first (then `sum()`). [2] "
+        "Only counters (floats and histograms) work. [1]"
+    )
+    assert cut_off_sentences(checked.text) == []

@@ -121,11 +121,26 @@ _CLAUSE_WORDS = frozenset({
 _OPEN_ENDS = tuple('=({[<,-`"')  # a backtick or quote here opens (ends_finished)
 
 
+def unclosed_bracket(sentence: str) -> int | None:
+    """Where the first bracket the sentence leaves open stands ("… an aggregation operator
+    (e.g."), None when each is closed."""
+    opened: list[int] = []
+    for at, char in enumerate(sentence):
+        if char in "([":
+            opened.append(at)
+        elif char in ")]" and opened:
+            opened.pop()
+    return opened[0] if opened else None
+
+
 def stopped_mid_clause(sentence: str) -> bool:
     """Whether the sentence stops where no clause ends: after an article, a preposition, a
-    conjunction or an auxiliary, after "=", a comma or an opening bracket, or in an ellipsis."""
+    conjunction or an auxiliary, after "=", a comma or an opening bracket, inside a bracket, or
+    in an ellipsis."""
     sentence = sentence.rstrip()
     if sentence.endswith(("…", "...")):  # an ellipsis: a quote left off ("chooses where …")
+        return True
+    if unclosed_bracket(sentence) is not None:
         return True
     if not sentence or ends_finished(sentence):
         return False
@@ -144,7 +159,9 @@ def finished_sentence(sentence: str, cap: int) -> str:
     stopped = stopped_mid_clause(sentence)
     if not at_cap and not stopped:
         return sentence
-    ends = [m.end() for m in re.finditer(r"[.!?](?=\s)", sentence)]
+    open_at = unclosed_bracket(sentence)
+    before = len(sentence) if open_at is None else open_at
+    ends = [m.end() for m in re.finditer(r"[.!?](?=\s)", sentence) if m.end() <= before]
     if ends:
         return sentence[: ends[-1]]
     if not at_cap:

@@ -1,0 +1,107 @@
+"""`python -m bench.probes.userqa_retrieval [RUNS]`: whether the retriever finds the page that
+holds each userqa answer, without a chat model.
+
+For every answerable question with ``gold_sources``, the retriever's passages at the server's
+defaults (mode, first-round similarity threshold) are searched for a passage of a gold page,
+at the loop's ``top_k`` and at deeper cut-offs. A follow-up is searched as asked (plain RAG's
+way; the loop first makes it standalone). Given a ``bench.userqa`` runs file, it splits each
+system's answers that were not right by whether the gold page was among the first ``top_k``:
+wrong or refused *with* the page found is the model's part; without it, retrieval's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from collections import Counter
+from pathlib import Path
+
+from bench.comparison.services import shared_milvus
+from bench.userqa import COLLECTION, DATA, load_corpus
+from ragloop.cli.evaluation.questions import EvalQuestion, load_questions
+from ragloop.orchestrator.application.policy import server_policy
+from ragloop.orchestrator.settings import OrchestratorSettings
+from ragloop.retriever.__main__ import build_retriever
+from ragloop.retriever.settings import RetrieverSettings
+
+DEEPER = (10, 20)
+
+
+async def gold_ranks(
+    milvus_uri: str, questions: list[EvalQuestion], depth: int
+) -> dict[str, int | None]:
+    """Each question's rank (1-based) of the first passage from a gold page among ``depth``
+    retrieved, None if none is."""
+    policy = server_policy(OrchestratorSettings(), COLLECTION)
+    retriever = build_retriever(RetrieverSettings(milvus_uri=milvus_uri))
+    ranks: dict[str, int | None] = {}
+    try:
+        for question in questions:
+            found = await retriever.retrieve(
+                question.question,
+                top_k=depth,
+                similarity_threshold=policy.similarity_threshold_of(1),
+                collection=COLLECTION,
+                mode=policy.retrieval_mode,
+            )
+            sources = [document.source for document in found.documents]
+            gold = set(question.gold_sources)
+            ranks[question.id] = next(
+                (rank for rank, source in enumerate(sources, start=1) if source in gold), None
+            )
+    finally:
+        retriever.close()
+    return ranks
+
+
+def found_within(rank: int | None, depth: int) -> bool:
+    return rank is not None and rank <= depth
+
+
+def print_recall(questions: list[EvalQuestion], ranks: dict[int, dict[str, int | None]]) -> None:
+    """Questions whose gold page was retrieved, by kind, at each depth (searched at that depth:
+    hybrid fusion may rank the first few differently at another)."""
+    kinds = sorted({q.kind for q in questions})
+    print("questions with a passage of the gold page among the first N retrieved\n")
+    print("kind          n   " + "  ".join(f"@{depth:<3}" for depth in ranks))
+    for kind in [*kinds, "all"]:
+        mine = [q for q in questions if kind in ("all", q.kind)]
+        found = [sum(found_within(at[q.id], depth) for q in mine) for depth, at in ranks.items()]
+        print(f"{kind:<12}  {len(mine):<3} " + "  ".join(f"{n:<4}" for n in found))
+
+
+def print_misses(runs_file: Path, ranks: dict[str, int | None], top_k: int) -> None:
+    rows = [json.loads(line) for line in runs_file.read_text().splitlines() if line.strip()]
+    print(f"\nanswers not right, by whether the gold page was among the first {top_k}\n")
+    print("system    verdict   page found  not found")
+    counts: Counter[tuple[str, str, bool]] = Counter()
+    for row in rows:
+        if row["id"] in ranks and row["verdict"] in ("wrong", "missing"):
+            counts[row["system"], row["verdict"], found_within(ranks[row["id"]], top_k)] += 1
+    for system, verdict in sorted({(s, v) for s, v, _ in counts}):
+        found, lost = counts[system, verdict, True], counts[system, verdict, False]
+        print(f"{system:<9} {verdict:<9} {found:<11} {lost}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("runs", nargs="?", type=Path, help="a bench.userqa runs file")
+    parser.add_argument("--data", type=Path, default=DATA)
+    args = parser.parse_args()
+    questions = [
+        q for q in load_questions(args.data / "questions.jsonl") if q.answerable and q.gold_sources
+    ]
+    top_k = server_policy(OrchestratorSettings(), COLLECTION).top_k
+    with shared_milvus({COLLECTION: load_corpus(args.data / "corpus.jsonl")}) as milvus_uri:
+        ranks = {
+            depth: asyncio.run(gold_ranks(milvus_uri, questions, depth))
+            for depth in (top_k, *DEEPER)
+        }
+    print_recall(questions, ranks)
+    if args.runs:
+        print_misses(args.runs, ranks[top_k], top_k)
+
+
+if __name__ == "__main__":
+    main()
