@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 from collections import Counter
 from pathlib import Path
 
 from bench.comparison.services import shared_milvus
-from bench.userqa import COLLECTION, DATA, load_corpus
+from bench.userqa import COLLECTION, DATA, RunsFile, load_corpus
 from ragloop.cli.evaluation.questions import EvalQuestion, load_questions
 from ragloop.orchestrator.application.policy import server_policy
 from ragloop.orchestrator.settings import OrchestratorSettings
@@ -29,27 +28,29 @@ DEEPER = (10, 20)
 
 
 async def gold_ranks(
-    milvus_uri: str, questions: list[EvalQuestion], depth: int
-) -> dict[str, int | None]:
-    """Each question's rank (1-based) of the first passage from a gold page among ``depth``
-    retrieved, None if none is."""
+    milvus_uri: str, questions: list[EvalQuestion], depths: tuple[int, ...]
+) -> dict[int, dict[str, int | None]]:
+    """At each depth, each question's rank (1-based) of the first passage from a gold page among
+    that many retrieved, None if none is (searched at each depth: hybrid fusion may rank the
+    first few differently at another)."""
     policy = server_policy(OrchestratorSettings(), COLLECTION)
     retriever = build_retriever(RetrieverSettings(milvus_uri=milvus_uri))
-    ranks: dict[str, int | None] = {}
+    ranks: dict[int, dict[str, int | None]] = {depth: {} for depth in depths}
     try:
         for question in questions:
-            found = await retriever.retrieve(
-                question.question,
-                top_k=depth,
-                similarity_threshold=policy.similarity_threshold_of(1),
-                collection=COLLECTION,
-                mode=policy.retrieval_mode,
-            )
-            sources = [document.source for document in found.documents]
             gold = set(question.gold_sources)
-            ranks[question.id] = next(
-                (rank for rank, source in enumerate(sources, start=1) if source in gold), None
-            )
+            for depth in depths:
+                found = await retriever.retrieve(
+                    question.question,
+                    top_k=depth,
+                    similarity_threshold=policy.similarity_threshold_of(1),
+                    collection=COLLECTION,
+                    mode=policy.retrieval_mode,
+                )
+                sources = [document.source for document in found.documents]
+                ranks[depth][question.id] = next(
+                    (rank for rank, source in enumerate(sources, start=1) if source in gold), None
+                )
     finally:
         retriever.close()
     return ranks
@@ -60,8 +61,7 @@ def found_within(rank: int | None, depth: int) -> bool:
 
 
 def print_recall(questions: list[EvalQuestion], ranks: dict[int, dict[str, int | None]]) -> None:
-    """Questions whose gold page was retrieved, by kind, at each depth (searched at that depth:
-    hybrid fusion may rank the first few differently at another)."""
+    """Questions whose gold page was retrieved, by kind, at each depth."""
     kinds = sorted({q.kind for q in questions})
     print("questions with a passage of the gold page among the first N retrieved\n")
     print("kind          n   " + "  ".join(f"@{depth:<3}" for depth in ranks))
@@ -72,7 +72,7 @@ def print_recall(questions: list[EvalQuestion], ranks: dict[int, dict[str, int |
 
 
 def print_misses(runs_file: Path, ranks: dict[str, int | None], top_k: int) -> None:
-    rows = [json.loads(line) for line in runs_file.read_text().splitlines() if line.strip()]
+    rows = RunsFile(runs_file).rows()
     print(f"\nanswers not right, by whether the gold page was among the first {top_k}\n")
     print("system    verdict   page found  not found")
     counts: Counter[tuple[str, str, bool]] = Counter()
@@ -94,10 +94,7 @@ def main() -> None:
     ]
     top_k = server_policy(OrchestratorSettings(), COLLECTION).top_k
     with shared_milvus({COLLECTION: load_corpus(args.data / "corpus.jsonl")}) as milvus_uri:
-        ranks = {
-            depth: asyncio.run(gold_ranks(milvus_uri, questions, depth))
-            for depth in (top_k, *DEEPER)
-        }
+        ranks = asyncio.run(gold_ranks(milvus_uri, questions, (top_k, *DEEPER)))
     print_recall(questions, ranks)
     if args.runs:
         print_misses(args.runs, ranks[top_k], top_k)
