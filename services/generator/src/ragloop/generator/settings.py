@@ -6,7 +6,7 @@ from ragloop.core.names import Stage
 from ragloop.core.settings import ChatModelSettings
 from ragloop.core.stage_registry import stage_spec
 from ragloop.generator.leads import DEFAULT_LEAD_YES_THRESHOLD, DEFAULT_QUESTION_YES_THRESHOLD
-from ragloop.generator.stage import AnswerFormat
+from ragloop.generator.stage import DEFAULT_MAX_DOCUMENTS, DEFAULT_MAX_TOKENS, AnswerFormat
 from ragloop.generator.support import DEFAULT_ANSWER_MATCH_THRESHOLD, DEFAULT_SUPPORT_THRESHOLD
 
 
@@ -14,8 +14,12 @@ class GeneratorSettings(ChatModelSettings):
     generator_port: int = Field(
         stage_spec(Stage.GENERATOR).port, ge=0, le=65535, description="gRPC port of the generator."
     )
-    generator_max_tokens: int = Field(384, ge=16, le=4096, description="Longest answer, in tokens.")
-    generator_max_documents: int = Field(20, ge=1, description="Most passages put in one prompt.")
+    generator_max_tokens: int = Field(
+        DEFAULT_MAX_TOKENS, ge=16, le=4096, description="Longest answer, in tokens."
+    )
+    generator_max_documents: int = Field(
+        DEFAULT_MAX_DOCUMENTS, ge=1, description="Most passages put in one prompt."
+    )
     generator_answer_format: AnswerFormat = Field(
         AnswerFormat.JSON,
         description="`json` (sentences each naming its source, under a JSON schema) or `text` "

@@ -59,6 +59,9 @@ from ragloop.generator.text_answer import parse_text_answer, text_messages
 
 log = logging.getLogger(__name__)
 
+DEFAULT_MAX_TOKENS = 384  # the longest answer, in tokens
+DEFAULT_MAX_DOCUMENTS = 20  # the most passages put in one prompt
+
 
 class AnswerFormat(StrEnum):
     TEXT = "text"  # prose with [n] markers
@@ -101,8 +104,8 @@ class ModelGenerator:
         self,
         model: ChatModel,
         *,
-        max_tokens: int = 384,
-        max_documents: int = 20,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        max_documents: int = DEFAULT_MAX_DOCUMENTS,
         answer_format: AnswerFormat = AnswerFormat.JSON,
         lead_yes_threshold: float = DEFAULT_LEAD_YES_THRESHOLD,
         question_yes_threshold: float = DEFAULT_QUESTION_YES_THRESHOLD,
