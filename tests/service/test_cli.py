@@ -278,6 +278,7 @@ def test_eval_sends_each_question_with_its_history_and_scores_the_answers(
         if body["query"] == "Fails?":
             raise HTTPException(503, "generator unavailable")
         answer = "Cats sleep sixteen hours [1]." if body.get("history") else "No idea."
+        standalone = "How long do cats sleep?" if body.get("history") else body["query"]
         workflow = {
             "outcome": "passed",
             "node_executions": [{"node": "generate", "details": {"best_confidence": 0.58}}],
@@ -285,7 +286,7 @@ def test_eval_sends_each_question_with_its_history_and_scores_the_answers(
         return {
             "answer": answer,
             "citations": [{}],
-            "query": {"rewrite_count": 1},
+            "query": {"rewrite_count": 1, "standalone": standalone},
             "workflow": workflow,
             "support": 0.9,
         }
@@ -327,6 +328,8 @@ def test_eval_sends_each_question_with_its_history_and_scores_the_answers(
     first = written["records"][0]["answer"]
     assert first["checks"] == {"support": 0.9, "best_confidence": 0.58}
     assert first["outcome"] == "passed" and first["rewrites"] == 1
+    assert first["standalone"] == "How long do cats sleep?"
+    assert written["records"][1]["answer"]["standalone"] == ""  # answered as asked
 
 
 def test_eval_names_the_line_of_a_malformed_question_and_asks_nothing(

@@ -29,6 +29,9 @@ class EvalAnswer:
     # The answer's checks (support, answer_match) and the best passed grade (best_confidence):
     # why an answer was refused, or kept.
     checks: dict[str, float] = field(default_factory=dict)
+    # A follow-up's question made standalone from its history: what was searched and answered
+    # ("" when the question was answered as asked).
+    standalone: str = ""
 
 
 class Answerer(Protocol):
@@ -81,6 +84,7 @@ class RestAnswerer:
         response = self.api.query(body)
         seconds = time.perf_counter() - clock
         workflow = response.get("workflow", {})
+        standalone = response.get("query", {}).get("standalone", "")
         return EvalAnswer(
             text=response["answer"],
             seconds=round(seconds, 3),
@@ -90,6 +94,7 @@ class RestAnswerer:
             decision_path=tuple(workflow.get("decision_path", [])),
             outcome=workflow.get("outcome", ""),
             checks=_checks(response),
+            standalone=standalone if standalone != question.question else "",
         )
 
 
