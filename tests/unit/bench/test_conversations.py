@@ -26,6 +26,7 @@ from ragloop.orchestrator.loop.events import NodeFinished, NodeStarted
 from ragloop.orchestrator.rpc.messages import query_request_from_proto
 from ragloop.rewriter.prompts import (
     HISTORY_TURNS_SHOWN,
+    REFERENT_SCHEMA,
     STANDALONE_EXAMPLES,
     STANDALONE_SCHEMA,
     TURN_CHARS_SHOWN,
@@ -121,7 +122,9 @@ def test_the_prompt_shows_the_last_turns_cut_to_their_start() -> None:
     assert messages[0].role == "system" and "standalone_query" in messages[0].content
     # The worked examples, a user message and the assistant's JSON each.
     assert len(messages) == 1 + 2 * len(STANDALONE_EXAMPLES) + 1
-    assert json.loads(messages[2].content) == {"standalone_query": STANDALONE_EXAMPLES[0][2]}
+    assert json.loads(messages[2].content) == {
+        "standalone_query": STANDALONE_EXAMPLES[0].standalone
+    }
     lines = messages[-1].content.splitlines()
     assert lines[0] == "Conversation:" and lines[-1] == "Follow-up question: and when?"
     turns = lines[1:-1]
@@ -142,6 +145,43 @@ async def test_the_rewriter_returns_the_standalone_question_and_its_cost() -> No
     (call,) = model.calls
     assert call.json_schema == STANDALONE_SCHEMA
     assert "Follow-up question: and when was it founded?" in call.messages[-1].content
+
+
+async def test_a_reply_that_repeats_the_follow_up_is_followed_by_naming_its_referent() -> None:
+    model = ScriptedChatModel(
+        [
+            json.dumps({"standalone_query": "What does it default to?"}),
+            json.dumps(
+                {"refers_to": "retention.time", "standalone_query": "What does it default to?"}
+            ),
+        ]
+    )
+
+    result = await ModelRewriter(model).standalone(HISTORY, "And what does it default to?")
+
+    assert result.query == "About retention.time: what does it default to?"
+    assert result.usage.calls == 2
+    assert [call.json_schema for call in model.calls] == [STANDALONE_SCHEMA, REFERENT_SCHEMA]
+    assert "Follow-up question: And what does it default to?" in model.calls[1].messages[-1].content
+
+
+async def test_a_reply_that_rewrote_the_follow_up_is_the_standalone_question() -> None:
+    model = ScriptedChatModel([json.dumps({"standalone_query": STANDALONE})])
+
+    result = await ModelRewriter(model).standalone(HISTORY, "And when was it founded?")
+
+    assert result.query == STANDALONE and result.usage.calls == 1
+
+
+async def test_an_unusable_referent_reply_keeps_the_first_reply() -> None:
+    model = ScriptedChatModel(
+        [json.dumps({"standalone_query": "and when was it founded"}), "not json", "{}"]
+    )
+
+    result = await ModelRewriter(model).standalone(HISTORY, "And when was it founded?")
+
+    assert result.query == "and when was it founded"
+    assert result.usage.calls == 3  # the referent reply was asked to be repaired once
 
 
 @pytest.mark.parametrize("second_reply", ["  ", "x " * 2001], ids=["empty", "too-long"])
@@ -229,10 +269,10 @@ def test_ragservice_history_becomes_the_rest_requests() -> None:
 # --- the benchmark's items -----------------------------------------------------------------------
 
 
-def test_the_benchmark_has_8_dev_and_20_report_follow_ups_each_lacking_its_referent() -> None:
+def test_the_benchmark_has_16_dev_and_28_report_follow_ups_each_lacking_its_referent() -> None:
     items = load_items()
-    assert [item.split for item in items].count("dev") == 8
-    assert [item.split for item in items].count("report") == 20
+    assert [item.split for item in items].count("dev") == 16
+    assert [item.split for item in items].count("report") == 28
     assert len({item.id for item in items}) == len(items)
     for item in items:
         assert item.history and item.history[-1].role == "assistant"

@@ -4,9 +4,10 @@ holds each userqa answer, without a chat model.
 For every answerable question with ``gold_sources``, the retriever's passages at the server's
 defaults (mode, first-round similarity threshold) are searched for a passage of a gold page,
 at the loop's ``top_k`` and at deeper cut-offs. A follow-up is searched as asked (plain RAG's
-way; the loop first makes it standalone). Given a ``bench.userqa`` runs file, it splits each
-system's answers that were not right by whether the gold page was among the first ``top_k``:
-wrong or refused *with* the page found is the model's part; without it, retrieval's.
+way), or, where the runs file records the standalone question ragloop made of it, as that. Given
+a ``bench.userqa`` runs file, it splits each system's answers that were not right by whether the
+gold page was among the first ``top_k``: wrong or refused *with* the page found is the model's
+part; without it, retrieval's.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 from bench.comparison.services import shared_milvus
-from bench.userqa import COLLECTION, DATA, RunsFile, load_corpus
+from bench.userqa import COLLECTION, DATA, RAGLOOP, RunsFile, load_corpus
 from ragloop.cli.evaluation.questions import EvalQuestion, load_questions
 from ragloop.orchestrator.application.policy import server_policy
 from ragloop.orchestrator.settings import OrchestratorSettings
@@ -28,11 +29,15 @@ DEEPER = (10, 20)
 
 
 async def gold_ranks(
-    milvus_uri: str, questions: list[EvalQuestion], depths: tuple[int, ...]
+    milvus_uri: str,
+    questions: list[EvalQuestion],
+    depths: tuple[int, ...],
+    searched: dict[str, str] | None = None,
 ) -> dict[int, dict[str, int | None]]:
     """At each depth, each question's rank (1-based) of the first passage from a gold page among
     that many retrieved, None if none is (searched at each depth: hybrid fusion may rank the
-    first few differently at another)."""
+    first few differently at another). ``searched``: the query to search for a question's id in
+    place of the question (a follow-up's standalone question)."""
     policy = server_policy(OrchestratorSettings(), COLLECTION)
     retriever = build_retriever(RetrieverSettings(milvus_uri=milvus_uri))
     ranks: dict[int, dict[str, int | None]] = {depth: {} for depth in depths}
@@ -41,7 +46,7 @@ async def gold_ranks(
             gold = set(question.gold_sources)
             for depth in depths:
                 found = await retriever.retrieve(
-                    question.question,
+                    (searched or {}).get(question.id, question.question),
                     top_k=depth,
                     similarity_threshold=policy.similarity_threshold_of(1),
                     collection=COLLECTION,
@@ -71,6 +76,16 @@ def print_recall(questions: list[EvalQuestion], ranks: dict[int, dict[str, int |
         print(f"{kind:<12}  {len(mine):<3} " + "  ".join(f"{n:<4}" for n in found))
 
 
+def standalone_questions(runs_file: Path) -> dict[str, str]:
+    """Question id to the standalone question ragloop searched, for the follow-ups whose runs
+    record one (``ragloop eval`` records it since 2026-11-28)."""
+    return {
+        row["id"]: row["answer"]["standalone"]
+        for row in RunsFile(runs_file).rows()
+        if row["system"] == RAGLOOP and row["answer"].get("standalone")
+    }
+
+
 def print_misses(runs_file: Path, ranks: dict[str, int | None], top_k: int) -> None:
     rows = RunsFile(runs_file).rows()
     print(f"\nanswers not right, by whether the gold page was among the first {top_k}\n")
@@ -93,8 +108,11 @@ def main() -> None:
         q for q in load_questions(args.data / "questions.jsonl") if q.answerable and q.gold_sources
     ]
     top_k = server_policy(OrchestratorSettings(), COLLECTION).top_k
+    searched = standalone_questions(args.runs) if args.runs else {}
     with shared_milvus({COLLECTION: load_corpus(args.data / "corpus.jsonl")}) as milvus_uri:
-        ranks = asyncio.run(gold_ranks(milvus_uri, questions, (top_k, *DEEPER)))
+        ranks = asyncio.run(gold_ranks(milvus_uri, questions, (top_k, *DEEPER), searched))
+    if searched:
+        print(f"{len(searched)} follow-ups searched as ragloop's standalone question\n")
     print_recall(questions, ranks)
     if args.runs:
         print_misses(args.runs, ranks[top_k], top_k)

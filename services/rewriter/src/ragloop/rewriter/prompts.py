@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 from ragloop.core.domain import GradedDocument, RewriteAttempt, Turn
 from ragloop.core.models import ChatMessage
@@ -133,7 +133,9 @@ def retry_messages(
 # standalone-v2: three worked examples (a pronoun, an elliptical "And X?", "the second one");
 # standalone-v1, instructions alone, kept 6 of the 8 dev items: it left "And Java?" as it was,
 # did not resolve "the other one" and once answered the question instead.
-STANDALONE_PROMPT_VERSION = "standalone-v2"
+# standalone-v3: when the reply is the follow-up unchanged, a second call names what it refers to
+# first (``referent_messages``; decision 0026).
+STANDALONE_PROMPT_VERSION = "standalone-v3"
 # Only the end of a conversation names what a follow-up refers to; each turn is cut to its start
 # (an answer names its subject first), which keeps the prompt small for a local model.
 HISTORY_TURNS_SHOWN = 6
@@ -154,33 +156,80 @@ STANDALONE_SYSTEM = (
     'Reply with one line of JSON: {"standalone_query": "..."}'
 )
 
+# The second call: what the follow-up refers to, then the question. Asked for first, the referent
+# is named where the standalone prompt alone left the question as it was (decision 0026).
+REFERENT_CHARS = 120
+REFERENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "refers_to": {"type": "string", "maxLength": REFERENT_CHARS},
+        "standalone_query": _QUERY_PROPERTY,
+    },
+    "required": ["refers_to", "standalone_query"],
+    "additionalProperties": False,
+}
+REFERENT_SYSTEM = (
+    "A user asks a follow-up question in a conversation. First say what its pronouns or vague "
+    "references (it, its, they, that, this, there, the first one) refer to, in the "
+    "conversation's own words: most often something the assistant's last answer named (a "
+    "setting, command, flag, function or product). Then rewrite the follow-up so that it can be "
+    "understood without the conversation, with those words in place of the references. Keep its "
+    "meaning; never answer it: reply with a question.\n"
+    'Reply with one line of JSON: {"refers_to": "...", "standalone_query": "..."}'
+)
 
-# Worked examples, on topics none of the benchmark's follow-ups touch: (history, follow-up,
-# standalone question).
-STANDALONE_EXAMPLES: tuple[tuple[tuple[Turn, ...], str, str], ...] = (
-    (
-        (
-            Turn("user", "Who wrote Hamlet?"),
-            Turn("assistant", "William Shakespeare wrote Hamlet around 1600."),
-        ),
+
+class WorkedExample(NamedTuple):
+    history: tuple[Turn, ...]
+    follow_up: str
+    referent: str  # "" when the follow-up names its subject itself
+    standalone: str
+
+
+def _exchange(question: str, answer: str) -> tuple[Turn, ...]:
+    return (Turn("user", question), Turn("assistant", answer))
+
+
+# Worked examples, on topics none of the benchmarks' follow-ups touch.
+STANDALONE_EXAMPLES: tuple[WorkedExample, ...] = (
+    WorkedExample(
+        _exchange("Who wrote Hamlet?", "William Shakespeare wrote Hamlet around 1600."),
         "When did he die?",
+        "William Shakespeare",
         "When did William Shakespeare die?",
     ),
-    (
-        (
-            Turn("user", "What is the population of France?"),
-            Turn("assistant", "About 68 million people live in France."),
-        ),
+    WorkedExample(
+        _exchange("What is the population of France?", "About 68 million people live in France."),
         "And Germany?",
+        "the population",
         "What is the population of Germany?",
     ),
-    (
-        (
-            Turn("user", "Which two metals make bronze?"),
-            Turn("assistant", "Bronze is mostly copper, with tin."),
-        ),
+    WorkedExample(
+        _exchange("Which two metals make bronze?", "Bronze is mostly copper, with tin."),
         "Where is the second one mined?",
+        "tin",
         "Where is tin mined?",
+    ),
+)
+# The referent prompt adds a reference to what the answer named, and a question that stands alone.
+REFERENT_EXAMPLES: tuple[WorkedExample, ...] = (
+    *STANDALONE_EXAMPLES,
+    WorkedExample(
+        _exchange(
+            "How do I make the Rust compiler show every warning?",
+            "Add #![warn(clippy::all)] at the top of main.rs, or pass -W warnings to rustc.",
+        ),
+        "Does it work for the tests too?",
+        "#![warn(clippy::all)]",
+        "Does #![warn(clippy::all)] work for the tests too?",
+    ),
+    WorkedExample(
+        _exchange(
+            "How do I list running containers?", "Run docker ps; add -a to include stopped ones."
+        ),
+        "How do I install Docker on Ubuntu?",
+        "",
+        "How do I install Docker on Ubuntu?",
     ),
 )
 
@@ -189,9 +238,26 @@ def standalone_messages(history: list[Turn], question: str) -> list[ChatMessage]
     """The worked examples, then the conversation's last turns (each cut to its start) and the
     follow-up question."""
     messages = [ChatMessage("system", STANDALONE_SYSTEM)]
-    for example_history, follow_up, standalone in STANDALONE_EXAMPLES:
-        messages.append(ChatMessage("user", _conversation(list(example_history), follow_up)))
-        messages.append(ChatMessage("assistant", json.dumps({"standalone_query": standalone})))
+    for example in STANDALONE_EXAMPLES:
+        messages.append(
+            ChatMessage("user", _conversation(list(example.history), example.follow_up))
+        )
+        messages.append(
+            ChatMessage("assistant", json.dumps({"standalone_query": example.standalone}))
+        )
+    messages.append(ChatMessage("user", _conversation(history, question)))
+    return messages
+
+
+def referent_messages(history: list[Turn], question: str) -> list[ChatMessage]:
+    """As ``standalone_messages``, with each reply naming what the follow-up refers to first."""
+    messages = [ChatMessage("system", REFERENT_SYSTEM)]
+    for example in REFERENT_EXAMPLES:
+        reply = {"refers_to": example.referent, "standalone_query": example.standalone}
+        messages.append(
+            ChatMessage("user", _conversation(list(example.history), example.follow_up))
+        )
+        messages.append(ChatMessage("assistant", json.dumps(reply)))
     messages.append(ChatMessage("user", _conversation(history, question)))
     return messages
 

@@ -17,9 +17,13 @@ from ragloop.core.models import ChatMessage, ChatModel
 from ragloop.core.models.structured import complete_structured
 from ragloop.core.text import normalize_query
 from ragloop.core.validation import MAX_QUERY_CHARS, history_turns, required_text
+from ragloop.rewriter.follow_up import same_question, with_referent
 from ragloop.rewriter.prompts import (
     MAX_KEYWORDS,
+    REFERENT_CHARS,
+    REFERENT_SCHEMA,
     STANDALONE_SCHEMA,
+    referent_messages,
     retry_messages,
     rewrite_messages,
     rewrite_schema,
@@ -38,7 +42,18 @@ def parse_rewrite(data: dict[str, Any]) -> Rewrite:
 
 
 def parse_standalone(data: dict[str, Any]) -> str:
-    query = " ".join(str(data["standalone_query"]).split())
+    return _usable_question(str(data["standalone_query"]))
+
+
+def parse_referent(data: dict[str, Any]) -> str:
+    """The standalone question, with what the follow-up refers to in front where the model named
+    it but left it out of the question."""
+    referent = str(data["refers_to"])[:REFERENT_CHARS]
+    return _usable_question(with_referent(str(data["standalone_query"]), referent))
+
+
+def _usable_question(text: str) -> str:
+    query = " ".join(text.split())
     if not query:
         raise ValueError("standalone_query is empty")
     # A provider that ignores the schema's maxLength may ramble; the loop's stages take at most
@@ -92,8 +107,9 @@ class ModelRewriter:
 
     async def standalone(self, history: list[Turn], question: str) -> StandaloneQuery:
         """``question``, a follow-up in the conversation ``history`` (oldest first), rewritten to
-        stand alone: one model call (two when its reply must be repaired). A reply that cannot
-        be used leaves the question as asked."""
+        stand alone: one model call (two when its reply must be repaired). A reply that repeats
+        the question is followed by a call that names what the question refers to first
+        (``referent_messages``). A reply that cannot be used leaves the question as asked."""
         question = required_text(question, "question")
         if not history:
             raise InvalidInput(
@@ -107,4 +123,13 @@ class ModelRewriter:
             parse=parse_standalone,
             max_tokens=120,
         )
-        return StandaloneQuery(reply.value or question, reply.usage)
+        if reply.value is None or not same_question(reply.value, question):
+            return StandaloneQuery(reply.value or question, reply.usage)
+        named = await complete_structured(
+            self._model,
+            referent_messages(history, question),
+            schema=REFERENT_SCHEMA,
+            parse=parse_referent,
+            max_tokens=160,
+        )
+        return StandaloneQuery(named.value or reply.value, reply.usage + named.usage)
