@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ragloop.core.domain import (
@@ -14,7 +15,7 @@ from ragloop.core.domain import (
 )
 from ragloop.core.errors import InvalidInput
 from ragloop.core.models import ChatMessage, ChatModel
-from ragloop.core.models.structured import complete_structured
+from ragloop.core.models.structured import StructuredReply, complete_structured
 from ragloop.core.text import normalize_query
 from ragloop.core.validation import MAX_QUERY_CHARS, history_turns, required_text
 from ragloop.rewriter.follow_up import same_question, with_referent
@@ -39,6 +40,10 @@ def parse_rewrite(data: dict[str, Any]) -> Rewrite:
     keywords = [str(k).strip() for k in data.get("keywords", []) if str(k).strip()]
     reason = str(data.get("reason", "")).strip()
     return Rewrite(query=query, reason=reason, keywords=keywords[:MAX_KEYWORDS])
+
+
+# A reply names a referent (at most REFERENT_CHARS) and a question; the schema closes it earlier.
+FOLLOW_UP_MAX_TOKENS = 160
 
 
 def parse_standalone(data: dict[str, Any]) -> str:
@@ -116,20 +121,22 @@ class ModelRewriter:
                 "history must hold at least one turn (a first question stands alone)"
             )
         history_turns([(turn.role, turn.content) for turn in history])
-        reply = await complete_structured(
-            self._model,
-            standalone_messages(history, question),
-            schema=STANDALONE_SCHEMA,
-            parse=parse_standalone,
-            max_tokens=120,
+        reply = await self._follow_up_reply(
+            standalone_messages(history, question), STANDALONE_SCHEMA, parse_standalone
         )
         if reply.value is None or not same_question(reply.value, question):
             return StandaloneQuery(reply.value or question, reply.usage)
-        named = await complete_structured(
-            self._model,
-            referent_messages(history, question),
-            schema=REFERENT_SCHEMA,
-            parse=parse_referent,
-            max_tokens=160,
+        named = await self._follow_up_reply(
+            referent_messages(history, question), REFERENT_SCHEMA, parse_referent
         )
         return StandaloneQuery(named.value or reply.value, reply.usage + named.usage)
+
+    async def _follow_up_reply(
+        self,
+        messages: list[ChatMessage],
+        schema: dict[str, Any],
+        parse: Callable[[dict[str, Any]], str],
+    ) -> StructuredReply[str]:
+        return await complete_structured(
+            self._model, messages, schema=schema, parse=parse, max_tokens=FOLLOW_UP_MAX_TOKENS
+        )
