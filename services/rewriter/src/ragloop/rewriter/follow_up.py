@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from ragloop.core.text import normalize_query
+
 # Words that only join a follow-up to the turn before it ("And what …", "So how …").
 _JOINING_WORD = re.compile(r"^(?:and|so|but|then|also|ok|okay)\b[\s,]*", re.IGNORECASE)
 
@@ -14,13 +16,12 @@ def without_joining_word(question: str) -> str:
 
 
 def same_question(rewritten: str, question: str) -> bool:
-    """Whether a rewrite is the question as asked: alike but for case, spacing, its closing
-    punctuation and a joining word in front ("And what does it default to?")."""
-
-    def key(text: str) -> str:
-        return " ".join(without_joining_word(text).casefold().rstrip("?.! ").split())
-
-    return key(rewritten) == key(question)
+    """Whether a rewrite is the question as asked: the same query (``normalize_query``: alike
+    but for case, spacing and punctuation) once a joining word in front is left out ("And what
+    does it default to?")."""
+    return normalize_query(without_joining_word(rewritten)) == normalize_query(
+        without_joining_word(question)
+    )
 
 
 def with_referent(question: str, referent: str) -> str:

@@ -237,23 +237,28 @@ REFERENT_EXAMPLES: tuple[WorkedExample, ...] = (
 def standalone_messages(history: list[Turn], question: str) -> list[ChatMessage]:
     """The worked examples, then the conversation's last turns (each cut to its start) and the
     follow-up question."""
-    messages = [ChatMessage("system", STANDALONE_SYSTEM)]
-    for example in STANDALONE_EXAMPLES:
-        messages.append(
-            ChatMessage("user", _conversation(list(example.history), example.follow_up))
-        )
-        messages.append(
-            ChatMessage("assistant", json.dumps({"standalone_query": example.standalone}))
-        )
-    messages.append(ChatMessage("user", _conversation(history, question)))
-    return messages
+    replies = [(e, {"standalone_query": e.standalone}) for e in STANDALONE_EXAMPLES]
+    return _worked_messages(STANDALONE_SYSTEM, replies, history, question)
 
 
 def referent_messages(history: list[Turn], question: str) -> list[ChatMessage]:
     """As ``standalone_messages``, with each reply naming what the follow-up refers to first."""
-    messages = [ChatMessage("system", REFERENT_SYSTEM)]
-    for example in REFERENT_EXAMPLES:
-        reply = {"refers_to": example.referent, "standalone_query": example.standalone}
+    replies = [
+        (e, {"refers_to": e.referent, "standalone_query": e.standalone}) for e in REFERENT_EXAMPLES
+    ]
+    return _worked_messages(REFERENT_SYSTEM, replies, history, question)
+
+
+def _worked_messages(
+    system: str,
+    replies: list[tuple[WorkedExample, dict[str, str]]],
+    history: list[Turn],
+    question: str,
+) -> list[ChatMessage]:
+    """The system message, each worked example's conversation and JSON reply, then the
+    conversation asked about."""
+    messages = [ChatMessage("system", system)]
+    for example, reply in replies:
         messages.append(
             ChatMessage("user", _conversation(list(example.history), example.follow_up))
         )
