@@ -16,6 +16,7 @@ import argparse
 import asyncio
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from bench.comparison.services import shared_milvus
 from bench.userqa import COLLECTION, DATA, RAGLOOP, RunsFile, load_corpus
@@ -76,18 +77,17 @@ def print_recall(questions: list[EvalQuestion], ranks: dict[int, dict[str, int |
         print(f"{kind:<12}  {len(mine):<3} " + "  ".join(f"{n:<4}" for n in found))
 
 
-def standalone_questions(runs_file: Path) -> dict[str, str]:
+def standalone_questions(rows: list[dict[str, Any]]) -> dict[str, str]:
     """Question id to the standalone question ragloop searched, for the follow-ups whose runs
     record one (``ragloop eval`` records it since 2026-11-28)."""
     return {
         row["id"]: row["answer"]["standalone"]
-        for row in RunsFile(runs_file).rows()
+        for row in rows
         if row["system"] == RAGLOOP and row["answer"].get("standalone")
     }
 
 
-def print_misses(runs_file: Path, ranks: dict[str, int | None], top_k: int) -> None:
-    rows = RunsFile(runs_file).rows()
+def print_misses(rows: list[dict[str, Any]], ranks: dict[str, int | None], top_k: int) -> None:
     print(f"\nanswers not right, by whether the gold page was among the first {top_k}\n")
     print("system    verdict   page found  not found")
     counts: Counter[tuple[str, str, bool]] = Counter()
@@ -108,14 +108,15 @@ def main() -> None:
         q for q in load_questions(args.data / "questions.jsonl") if q.answerable and q.gold_sources
     ]
     top_k = server_policy(OrchestratorSettings(), COLLECTION).top_k
-    searched = standalone_questions(args.runs) if args.runs else {}
+    rows = RunsFile(args.runs).rows() if args.runs else []
+    searched = standalone_questions(rows)
     with shared_milvus({COLLECTION: load_corpus(args.data / "corpus.jsonl")}) as milvus_uri:
         ranks = asyncio.run(gold_ranks(milvus_uri, questions, (top_k, *DEEPER), searched))
     if searched:
         print(f"{len(searched)} follow-ups searched as ragloop's standalone question\n")
     print_recall(questions, ranks)
     if args.runs:
-        print_misses(args.runs, ranks[top_k], top_k)
+        print_misses(rows, ranks[top_k], top_k)
 
 
 if __name__ == "__main__":
