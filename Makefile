@@ -125,7 +125,7 @@ bench-quality: models  ## answer accuracy: ragloop, single-shot, plain RAG, Lang
 
 USERQA_ARGS ?=
 
-bench-userqa: models  ## user-shaped questions (shared/data/userqa) scored by `ragloop eval`: ragloop, single-shot, plain RAG (writes userqa_* into bench/results/quality.json)
+bench-userqa: models  ## user-shaped questions (shared/data/userqa) scored by `ragloop eval`: ragloop, single-shot, ungraded, stuffed (plain RAG), the reading ceiling (writes userqa_* into bench/results/quality.json)
 	$(UV) sync --frozen --all-packages --group bench
 	$(PY) -m bench.userqa $(USERQA_ARGS)
 

@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, Request
+from fastapi.responses import StreamingResponse
 
 from ragloop.cli.main import main
 from ragloop.local.processes import free_port
+from ragloop.orchestrator.rest.sse import KEEP_ALIVE, encode
 from tests.sample_files import PUBLIC_PDF, docx_file, epub_file, pptx_file, xlsx_file
 from tests.service.http_helpers import serving_http
 from tests.service.stack_helpers import rest_over_grpc
@@ -265,31 +267,51 @@ def _question_file(path: Path, *questions: dict[str, object]) -> Path:
     return path
 
 
+def _cat_run(answer: str, standalone: str) -> list[bytes]:
+    """A stream of a run that finds, passes and writes from one passage about cats, as the
+    server writes its events (with a keep-alive comment)."""
+    passage = {"id": "d1", "source": "cats.md", "chunk_index": 0, "score": 0.8}
+    nodes = {
+        "retrieve": {"documents": [passage | {"text": "Cats sleep up to sixteen hours a day."}]},
+        "grade": {"grades": [{"document_id": "d1", "relevant": True, "confidence": 0.9}]},
+        "generate": {"document_ids": ["d1"], "best_confidence": 0.58},
+    }
+    finished = [
+        encode("node_finished", {"node": node, "round": 1, "status": "ok", "details": details})
+        for node, details in nodes.items()
+    ]
+    done = {
+        "answer": answer,
+        "refused_by": "",
+        "citations": [{}],
+        "query": {"rewrite_count": 1, "standalone": standalone},
+        "workflow": {
+            "outcome": "passed",
+            "node_executions": [{"node": "generate", "details": nodes["generate"]}],
+        },
+        "support": 0.9,
+    }
+    return [KEEP_ALIVE, *finished, encode("token", {"text": answer}), encode("done", done)]
+
+
 def test_eval_sends_each_question_with_its_history_and_scores_the_answers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bodies: list[dict[str, object]] = []
     app = FastAPI()
 
-    @app.post("/v1/query")
-    async def query(request: Request) -> dict[str, object]:
+    @app.post("/v1/query/stream")
+    async def query(request: Request) -> StreamingResponse:
         body = await request.json()
         bodies.append(body)
         if body["query"] == "Fails?":
-            raise HTTPException(503, "generator unavailable")
-        answer = "Cats sleep sixteen hours [1]." if body.get("history") else "No idea."
-        standalone = "How long do cats sleep?" if body.get("history") else body["query"]
-        workflow = {
-            "outcome": "passed",
-            "node_executions": [{"node": "generate", "details": {"best_confidence": 0.58}}],
-        }
-        return {
-            "answer": answer,
-            "citations": [{}],
-            "query": {"rewrite_count": 1, "standalone": standalone},
-            "workflow": workflow,
-            "support": 0.9,
-        }
+            error = {"status": 503, "code": "stage_unavailable", "message": "connection refused"}
+            events = [encode("error", error | {"stage": "generator", "decision_path": []})]
+        elif body.get("history"):
+            events = _cat_run("Cats sleep sixteen hours [1].", "How long do cats sleep?")
+        else:
+            events = _cat_run("No idea.", body["query"])
+        return StreamingResponse(iter(events), media_type="text/event-stream")
 
     history = [
         {"role": "user", "content": "Tell me about cats."},
@@ -320,16 +342,25 @@ def test_eval_sends_each_question_with_its_history_and_scores_the_answers(
     assert "history" not in bodies[1]
     captured = capsys.readouterr()
     assert "[1/3] a (follow-up): right" in captured.err
-    assert "[3/3] c (what): missing" in captured.err and "generator unavailable" in captured.err
+    assert "[3/3] c (what): missing" in captured.err
+    assert "HTTP 503 Service Unavailable: generator: connection refused" in captured.err
     assert "score +0.000 (right 0.333, wrong 0.333)" in captured.out
+    assert (
+        "answer's text retrieved: 1, passed: 1, reached the writer: 1 of 3 answerable; "
+        "refused with the text passed: 0"
+    ) in captured.out
     written = json.loads(output.read_text())
     assert written["summary"]["all"]["errors"] == 1
-    assert [r["verdict"] for r in written["records"]] == ["right", "wrong", "missing"]
-    first = written["records"][0]["answer"]
+    records = written["records"]
+    assert [r["verdict"] for r in records] == ["right", "wrong", "missing"]
+    assert [r["loss"] for r in records] == ["right", "not_retrieved", "error"]
+    first = records[0]["answer"]
     assert first["checks"] == {"support": 0.9, "best_confidence": 0.58}
     assert first["outcome"] == "passed" and first["rewrites"] == 1
     assert first["standalone"] == "How long do cats sleep?"
-    assert written["records"][1]["answer"]["standalone"] == ""  # answered as asked
+    assert first["reach"] == {"retrieved": True, "passed": True, "read": True}
+    assert "Cats sleep up to" not in output.read_text()  # no passage text is kept
+    assert records[1]["answer"]["standalone"] == ""  # answered as asked
 
 
 def test_eval_names_the_line_of_a_malformed_question_and_asks_nothing(

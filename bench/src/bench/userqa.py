@@ -1,18 +1,16 @@
 """`python -m bench.userqa` (`make bench-userqa`): user-shaped questions over the Prometheus
-documentation (``shared/data/userqa``), scored by ``ragloop eval``'s own scorer, for three systems
-on the same model and Milvus collection:
-
-- ``ragloop``: the five processes over REST with the server's defaults;
-- ``single``: the same with ``max_rewrite_attempts`` 0 (one round of retrieval and grading);
-- ``plain``: plain RAG in this process: the retriever's passages straight to ragloop's generator
-  stage, nothing graded or rewritten, the question as asked (a follow-up is not made standalone).
+documentation (``shared/data/userqa``), scored by ``ragloop eval``'s own scorer, for five systems
+on the same model (``bench.userqa_systems``): ``ragloop``, ``single`` (one round), ``ungraded``
+(ragloop's writer over the retriever's ungraded passages), ``stuffed`` (plain RAG: the passages in
+one free-text prompt) and ``ceiling`` (the reading ceiling: the same prompt over the gold text
+around the expected answer, answerable questions only).
 
 Each answer is appended to the runs file as it ends (``userqa-runs.jsonl`` beside the output), so
 an invocation makes only the answers the file lacks and can be stopped and started again;
 ``--fresh`` starts over, ``--forget SYSTEM`` makes one system's answers again. Answers are scored
 again from their text whenever figures are computed. The figures (``userqa_*``, with the paired
-wins and losses of the loop against single-shot and the figures by kind) are merged into
-``bench/results/quality.json``.
+wins and losses of the loop against single-shot and of ragloop against stuffed, the reading
+ceiling and the figures by kind) are merged into ``bench/results/quality.json``.
 
 This is a development set (60 questions): a set of the same shape over other documents is kept
 outside the repository and measured regularly, so what is tuned to these questions shows there.
@@ -21,14 +19,14 @@ outside the repository and measured regularly, so what is tuned to these questio
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import shlex
+import statistics
 import sys
 import time
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping
+from contextlib import ExitStack
+from dataclasses import replace
 from datetime import date
 from itertools import zip_longest
 from pathlib import Path
@@ -37,37 +35,33 @@ from typing import Any
 from bench.common import (
     RESULTS_DIR,
     SHARED_DATA,
-    cache_dir,
     machine,
     read_results,
     start_long_run,
     write_results,
 )
 from bench.compare import changed_settings, provenance
-from bench.comparison.services import ragloop_stack, shared_milvus
-from bench.stages import ModelEndpoint
-from ragloop.cli.client import Api
+from bench.userqa_systems import (
+    CEILING,
+    RAGLOOP,
+    SINGLE,
+    STUFFED,
+    SYSTEMS,
+    answerer_of,
+    asks,
+    serving,
+    system_named,
+)
 from ragloop.cli.evaluation.questions import EvalQuestion, load_questions
 from ragloop.cli.evaluation.report import ALL, summary, table
 from ragloop.cli.evaluation.report import figures as eval_figures
-from ragloop.cli.evaluation.runner import EvalAnswer, EvalRecord, RestAnswerer, evaluate
-from ragloop.cli.evaluation.scoring import POINTS, score
+from ragloop.cli.evaluation.runner import EvalAnswer, EvalRecord, evaluate
+from ragloop.cli.evaluation.scoring import POINTS, Verdict, score
 from ragloop.core.answers import NO_ANSWER
 from ragloop.core.domain import SourceDocument
 from ragloop.core.leads import requested_decision
-from ragloop.core.stages import Generator, Retriever
-from ragloop.generator.__main__ import build_generator
-from ragloop.generator.settings import GeneratorSettings
 from ragloop.local.models import QWEN_CODER_1_5B
-from ragloop.orchestrator.application.policy import server_policy
-from ragloop.orchestrator.loop.corrective import LoopPolicy
-from ragloop.orchestrator.settings import OrchestratorSettings
-from ragloop.retriever.__main__ import build_retriever
-from ragloop.retriever.settings import RetrieverSettings
 
-RAGLOOP, SINGLE, PLAIN = "ragloop", "single", "plain"
-SYSTEMS = (RAGLOOP, SINGLE, PLAIN)
-COLLECTION = "userqa"
 DATA = SHARED_DATA / "userqa"
 OUTPUT = RESULTS_DIR / "quality.json"
 
@@ -78,46 +72,6 @@ def load_corpus(path: Path) -> list[SourceDocument]:
     return [SourceDocument(row["source"], row["text"]) for row in rows]
 
 
-@dataclass
-class PlainAnswerer:
-    """Plain RAG: the retriever's ``top_k`` passages over the first round's similarity threshold
-    to ragloop's generator stage, in this process, on one event loop of its own."""
-
-    retriever: Retriever
-    generator: Generator
-    policy: LoopPolicy
-    loop: asyncio.AbstractEventLoop
-
-    async def _answer(self, question: EvalQuestion) -> EvalAnswer:
-        clock = time.perf_counter()
-        retrieval = await self.retriever.retrieve(
-            question.question,
-            top_k=self.policy.top_k,
-            similarity_threshold=self.policy.similarity_threshold_of(1),
-            collection=self.policy.collection,
-            mode=self.policy.retrieval_mode,
-        )
-        answer = await self.generator.generate(question.question, retrieval.documents)
-        return EvalAnswer(
-            text=answer.text,
-            seconds=round(time.perf_counter() - clock, 3),
-            citations=len(answer.citations),
-            model_calls=answer.usage.calls,
-            decision_path=("retrieve", "generate"),
-            checks={
-                name: value
-                for name, value in (
-                    ("support", answer.support),
-                    ("answer_match", answer.answer_match),
-                )
-                if value is not None
-            },
-        )
-
-    def answer(self, question: EvalQuestion) -> EvalAnswer:
-        return self.loop.run_until_complete(self._answer(question))
-
-
 class RunsFile:
     """One JSON line an answer: system, question id, the answer and what it was made with."""
 
@@ -125,9 +79,12 @@ class RunsFile:
         self.path = path
 
     def rows(self) -> list[dict[str, Any]]:
+        """The rows, each system by its name today (a runs file may be older than a rename)."""
         if not self.path.exists():
             return []
-        return [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
+        lines = self.path.read_text().splitlines()
+        rows = [json.loads(line) for line in lines if line.strip()]
+        return [{**row, "system": system_named(row["system"])} for row in rows]
 
     def append(self, row: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -170,8 +127,38 @@ def paired(first: list[EvalRecord], second: list[EvalRecord]) -> tuple[int, int]
     return wins, losses
 
 
+# Paired by question: (first, second, the figures' prefix, the printed heading).
+PAIRS = (
+    (RAGLOOP, SINGLE, "userqa_loop", "loop vs single-shot"),
+    (RAGLOOP, STUFFED, "userqa_ragloop_vs_stuffed", "ragloop vs stuffed (plain RAG)"),
+)
+
+
+def calls_per_query(records: list[EvalRecord]) -> float | None:
+    """Mean model calls of the answers made (a failed one made none to count)."""
+    calls = [record.answer.model_calls for record in records if not record.error]
+    return round(statistics.mean(calls), 2) if calls else None
+
+
+def against_ceiling(records: list[EvalRecord], ceiling: list[EvalRecord]) -> tuple[int, int, int]:
+    """Right answers of ``records`` and of the ceiling, and how many questions, over the
+    answerable questions the ceiling was asked."""
+    asked = {r.question.id for r in ceiling if r.question.answerable}
+
+    def right(rs: list[EvalRecord]) -> int:
+        return sum(r.scored.verdict is Verdict.RIGHT for r in rs if r.question.id in asked)
+
+    return right(records), right(ceiling), len(asked)
+
+
+def _ratio(part: int, whole: int) -> float | None:
+    return round(part / whole, 3) if whole else None
+
+
 def userqa_figures(records: Mapping[str, list[EvalRecord]]) -> dict[str, Any]:
-    """The figures quality.json holds, named ``userqa_<figure>_<system>``."""
+    """The figures quality.json holds, named ``userqa_<figure>_<system>``; the reading ceiling
+    (the ceiling's share right of the answerable questions it was asked) and ragloop's right
+    answers as a share of the ceiling's, over those questions."""
     figures: dict[str, Any] = {}
     by_kind: dict[str, Any] = {}
     for system, system_records in records.items():
@@ -183,24 +170,39 @@ def userqa_figures(records: Mapping[str, list[EvalRecord]]) -> dict[str, Any]:
                 "score" if name == "score" else f"{name}_share"
             ]
         figures[f"userqa_p50_s_{system}"] = overall["p50_s"]
+        figures[f"userqa_calls_per_query_{system}"] = calls_per_query(system_records)
         figures[f"userqa_false_refusal_{system}"] = overall["false_refusal"]
         figures[f"userqa_out_of_scope_refused_{system}"] = overall["unanswerable_refused"]
         figures[f"userqa_spurious_leads_{system}"] = overall["spurious_leads"]
         figures[f"userqa_repeated_{system}"] = overall["repeated"]
         figures[f"userqa_cut_off_{system}"] = overall["cut_off"]
         by_kind[system] = result["by_kind"]
-    if RAGLOOP in records and SINGLE in records:
-        wins, losses = paired(records[RAGLOOP], records[SINGLE])
-        figures["userqa_loop_wins"], figures["userqa_loop_losses"] = wins, losses
+    for first, second, prefix, _ in PAIRS:
+        if first in records and second in records:
+            wins, losses = paired(records[first], records[second])
+            figures[f"{prefix}_wins"], figures[f"{prefix}_losses"] = wins, losses
+    if CEILING in records:
+        right, ceiling_right, asked = against_ceiling(records.get(RAGLOOP, []), records[CEILING])
+        figures["userqa_reading_ceiling"] = _ratio(ceiling_right, asked)
+        if RAGLOOP in records:
+            figures["userqa_ragloop_of_ceiling"] = _ratio(right, ceiling_right)
     figures["userqa_by_kind"] = by_kind
     return figures
 
 
 def render(records: Mapping[str, list[EvalRecord]]) -> str:
     parts = [f"{system}\n{table(summary(rs))}" for system, rs in records.items()]
-    if RAGLOOP in records and SINGLE in records:
-        wins, losses = paired(records[RAGLOOP], records[SINGLE])
-        parts.append(f"loop vs single-shot: {wins} wins, {losses} losses")
+    for first, second, _, heading in PAIRS:
+        if first in records and second in records:
+            wins, losses = paired(records[first], records[second])
+            parts.append(f"{heading}: {wins} wins, {losses} losses")
+    if RAGLOOP in records and CEILING in records:
+        right, ceiling_right, asked = against_ceiling(records[RAGLOOP], records[CEILING])
+        share = f"{right / ceiling_right:.2f}" if ceiling_right else "-"
+        parts.append(
+            f"ragloop right {right} of {asked} answerable = {share} × the reading ceiling "
+            f"({ceiling_right} of {asked})"
+        )
     return "\n\n".join(parts)
 
 
@@ -241,27 +243,28 @@ def by_kind_in_turn(questions: list[EvalQuestion]) -> list[EvalQuestion]:
 
 def measure(args: argparse.Namespace, questions: list[EvalQuestion], runs: RunsFile) -> None:
     """Each question answered by every system in turn (so an interrupted run leaves paired
-    answers; single-shot right after ragloop, whose grades the grader's cache then holds)."""
+    answers; single-shot right after ragloop, whose grades the grader's cache then holds). Only
+    what the answers still to make need is started (``userqa_systems.serving``)."""
     made = {(row["system"], row["id"]) for row in runs.rows() if not row.get("error")}
     todo = [
-        (q, s) for q in by_kind_in_turn(questions) for s in args.systems if (s, q.id) not in made
+        (q, s)
+        for q in by_kind_in_turn(questions)
+        for s in args.systems
+        if asks(s, q) and (s, q.id) not in made
     ]
     print(f"{len(todo)} answers to make (the others are in {runs.path})", flush=True)
     if not todo:
         return
+    systems = list(dict.fromkeys(system for _, system in todo))
     corpus = load_corpus(Path(args.data) / "corpus.jsonl")
+    pages = {document.source: document.text for document in corpus}
     recorded = provenance() | {"model": QWEN_CODER_1_5B.name}
-    with (
-        shared_milvus({COLLECTION: corpus}) as milvus_uri,
-        ragloop_stack(milvus_uri, cache_dir() / "userqa-run") as stack,
-        ExitStack() as opened,
-    ):
-        print(f"ragloop at {stack.base_url}, llama-server at {stack.model_url}", flush=True)
+    with serving(systems, corpus) as served, ExitStack() as opened:
+        print(
+            f"llama-server at {served.model_url}, ragloop at {served.base_url or '-'}", flush=True
+        )
         answerers = {
-            system: opened.enter_context(
-                answerer_of(system, stack.base_url, stack.model_url, milvus_uri)
-            )
-            for system in args.systems
+            system: opened.enter_context(answerer_of(system, served, pages)) for system in systems
         }
         for done, (question, system) in enumerate(todo, start=1):
             (record,) = evaluate([question], answerers[system], failure=str)
@@ -276,31 +279,6 @@ def measure(args: argparse.Namespace, questions: list[EvalQuestion], runs: RunsF
             )
 
 
-@contextmanager
-def answerer_of(
-    system: str, base_url: str, model_url: str, milvus_uri: str
-) -> Iterator[RestAnswerer | PlainAnswerer]:
-    """The system's answerer, closed (with what it holds open) on exit."""
-    if system != PLAIN:
-        with Api(base_url) as api:
-            yield RestAnswerer(
-                api, COLLECTION, {"max_rewrite_attempts": 0} if system == SINGLE else {}
-            )
-        return
-    loop = asyncio.new_event_loop()
-    retriever = build_retriever(RetrieverSettings(milvus_uri=milvus_uri))
-    endpoint = ModelEndpoint(model_url, QWEN_CODER_1_5B.name)
-    settings: GeneratorSettings = endpoint.settings(GeneratorSettings)
-    model = settings.make_chat_model()
-    policy = server_policy(OrchestratorSettings(), COLLECTION)
-    try:
-        yield PlainAnswerer(retriever, build_generator(settings, model), policy, loop)
-    finally:
-        retriever.close()
-        loop.run_until_complete(model.aclose())
-        loop.close()
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -310,9 +288,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--systems",
-        type=lambda text: [s for s in text.split(",") if s],
+        type=lambda text: [system_named(s) for s in text.split(",") if s],
         default=list(SYSTEMS),
-        help=f"comma-separated subset of {','.join(SYSTEMS)} (default: all)",
+        help=f"comma-separated subset of {','.join(SYSTEMS)} (default: all; ceiling alone "
+        "starts only a llama-server)",
     )
     parser.add_argument("--limit", type=int, default=0, help="only the first N questions")
     parser.add_argument("--output", default=str(OUTPUT), help="default: %(default)s")
@@ -320,7 +299,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--runs-file", default="", help="default: userqa-runs.jsonl beside --output"
     )
     parser.add_argument("--fresh", action="store_true", help="forget every answer made before")
-    parser.add_argument("--forget", default="", help="make this system's answers again")
+    parser.add_argument(
+        "--forget", type=system_named, default="", help="make this system's answers again"
+    )
     parser.add_argument("--summarise", action="store_true", help="only compute the figures")
     parser.add_argument(
         "--floor-sweep",

@@ -1,17 +1,24 @@
-"""bench.userqa's arithmetic: the order questions are asked in, paired wins, the floor replay."""
+"""bench.userqa's arithmetic: the order questions are asked in, paired wins, the floor replay,
+the systems' old names, the reading ceiling."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 from bench.userqa import (
+    RunsFile,
     by_kind_in_turn,
     floor_sweep,
     paired,
     parse_args,
     records_of,
+    render,
+    userqa_figures,
     with_floor,
 )
+from bench.userqa_systems import CEILING, RAGLOOP, SINGLE, STUFFED, UNGRADED
 from ragloop.cli.evaluation.questions import EvalQuestion
 from ragloop.cli.evaluation.runner import EvalAnswer, EvalRecord
 from ragloop.cli.evaluation.scoring import Verdict, score
@@ -64,3 +71,47 @@ def test_the_figures_can_be_written_at_a_replayed_floor() -> None:
     assert parse_args([]).at_floor is None
     with pytest.raises(SystemExit):
         parse_args(["--at-floor", "1.5"])
+
+
+def test_old_runs_name_ungraded_plain(tmp_path: Path) -> None:
+    runs = RunsFile(tmp_path / "runs.jsonl")
+    runs.append({"system": "plain", "id": "q1", "answer": {"text": "9090.", "seconds": 1.0}})
+    runs.append({"system": "ragloop", "id": "q1", "answer": {"text": "9090.", "seconds": 2.0}})
+    assert [row["system"] for row in runs.rows()] == [UNGRADED, RAGLOOP]
+    assert set(records_of(runs.rows(), {PORT.id: PORT})) == {UNGRADED, RAGLOOP}
+    assert parse_args(["--systems", "ragloop,plain", "--forget", "plain"]).systems == [
+        RAGLOOP,
+        UNGRADED,
+    ]
+    assert parse_args([]).systems == [RAGLOOP, SINGLE, UNGRADED, STUFFED, CEILING]
+
+
+def made(question: EvalQuestion, text: str, calls: int = 1, error: str = "") -> EvalRecord:
+    return EvalRecord(
+        question, EvalAnswer(text, 1.0, model_calls=calls), score(question, text), error
+    )
+
+
+def test_the_figures_hold_the_reading_ceiling_calls_and_ragloop_against_stuffed() -> None:
+    records = {
+        RAGLOOP: [made(PORT, "9090 [1].", 8), made(WAL, NO_ANSWER, 6), made(OUT, NO_ANSWER, 4)],
+        STUFFED: [made(PORT, "Port 80.", 1), made(WAL, "Yes, it is.", 1), made(OUT, "Click.", 1)],
+        CEILING: [made(PORT, "9090.", 1), made(WAL, "Yes, on.", 1)],
+        UNGRADED: [made(PORT, "", 0, error="timed out"), made(WAL, NO_ANSWER, 3)],
+    }
+    figures = userqa_figures(records)
+    assert figures["userqa_reading_ceiling"] == 1.0  # of the 2 answerable questions asked
+    assert figures["userqa_ragloop_of_ceiling"] == 0.5
+    assert figures["userqa_calls_per_query_ragloop"] == 6.0
+    assert figures["userqa_calls_per_query_ungraded"] == 3.0  # the failed answer made none
+    assert figures["userqa_calls_per_query_stuffed"] == 1.0
+    assert figures["userqa_questions_ceiling"] == 2 and figures["userqa_right_ceiling"] == 1.0
+    # ragloop refuses what stuffed answers wrong (the out-of-scope one), misses the yes-no one
+    assert (
+        figures["userqa_ragloop_vs_stuffed_wins"],
+        figures["userqa_ragloop_vs_stuffed_losses"],
+    ) == (2, 1)
+    assert "userqa_loop_wins" not in figures
+    shown = render(records)
+    assert "ragloop right 1 of 2 answerable = 0.50 × the reading ceiling (2 of 2)" in shown
+    assert "ragloop vs stuffed (plain RAG): 2 wins, 1 losses" in shown

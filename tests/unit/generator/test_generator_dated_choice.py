@@ -7,8 +7,8 @@ import json
 import pytest
 
 from ragloop.generator.dated_choice import asks_earlier, dated_choice, stated_year
-from ragloop.generator.stage import ModelGenerator
 from tests.unit.fakes import ScriptedChatModel, doc
+from tests.unit.generator.json_format import json_generator
 
 
 @pytest.mark.parametrize(
@@ -132,12 +132,12 @@ async def test_the_generator_begins_with_the_candidate_the_years_decide_for() ->
         "Richard Trevithick obtained his patent in 1802.",
     )
     model = ScriptedChatModel([reply])
-    answer = await ModelGenerator(model).generate(EARLIER, [doc("d1")])
+    answer = await json_generator(model).generate(EARLIER, [doc("d1")])
     assert answer.text.startswith("Richard Trevithick. Arthur Woolf patented")
 
 
 async def test_the_generator_keeps_the_models_choice_where_the_years_do_not_decide() -> None:
     reply = _reply("Arthur Woolf", "Arthur Woolf patented his compound engine early.")
     model = ScriptedChatModel([reply])
-    answer = await ModelGenerator(model).generate(EARLIER, [doc("d1")])
+    answer = await json_generator(model).generate(EARLIER, [doc("d1")])
     assert answer.text.startswith("Arthur Woolf patented his compound engine early.")

@@ -20,8 +20,9 @@ from ragloop.core.leads import (
 )
 from ragloop.generator.leads import chosen_lead, with_lead
 from ragloop.generator.prompts import ANSWER_SCHEMA, answer_schema
-from ragloop.generator.stage import AnswerFormat, ModelGenerator
+from ragloop.generator.stage import AnswerFormat
 from tests.unit.fakes import UNCHECKED, ScriptedChatModel, doc
+from tests.unit.generator.json_format import json_generator
 
 
 @pytest.mark.parametrize(
@@ -175,7 +176,7 @@ async def test_a_scored_call_chooses_the_lead_before_the_answer_is_written() -> 
         ["Yes", answer_reply("Yes, the trial found no effect.")],
         token_logprobs=[logprobs(yes=0.6, no=0.3, maybe=0.1)],
     )
-    answer = await ModelGenerator(model, lead_yes_threshold=0.8).generate(
+    answer = await json_generator(model, lead_yes_threshold=0.8).generate(
         "Does it work?", [doc("d1")], DECIDE
     )
     assert answer.text == "No. The trial found no effect. [1]"
@@ -201,7 +202,7 @@ async def test_the_lead_is_weighed_from_the_first_passages_source_only() -> None
         doc("b", "Trial B failed.", source="b.txt"),
         doc("a2", "Trial A worked.", source="a.txt"),
     ]
-    await ModelGenerator(model).generate("Does it work?", documents, DECIDE)
+    await json_generator(model).generate("Does it work?", documents, DECIDE)
     lead_call, answer_call = model.calls
     assert "Trial A enrolled 90." in lead_call.text and "Trial A worked." in lead_call.text
     assert "Trial B failed." not in lead_call.text
@@ -210,7 +211,7 @@ async def test_the_lead_is_weighed_from_the_first_passages_source_only() -> None
 
 async def test_without_log_probabilities_the_sampled_word_is_the_lead() -> None:
     model = ScriptedChatModel(["yes", answer_reply("Yes, it works.")])
-    answer = await ModelGenerator(model, lead_yes_threshold=0.8).generate(
+    answer = await json_generator(model, lead_yes_threshold=0.8).generate(
         "Does it work?", [doc("d1")], DECIDE
     )
     assert answer.text == "Yes, it works. [1]"
@@ -221,7 +222,7 @@ async def test_a_scored_reply_naming_no_lead_leaves_the_choice_to_the_answer() -
         ["The", answer_reply("The trial found no effect.", lead="maybe")],
         token_logprobs=[logprobs(the=0.9)],
     )
-    answer = await ModelGenerator(model).generate("Does it work?", [doc("d1")], DECIDE)
+    answer = await json_generator(model).generate("Does it work?", [doc("d1")], DECIDE)
     assert answer.text == "Maybe. The trial found no effect. [1]"
     assert model.calls[1].json_schema == answer_schema(("yes", "no", "maybe"))
     assert "The answer begins with" not in model.calls[1].text  # no decision taken yet
@@ -229,7 +230,7 @@ async def test_a_scored_reply_naming_no_lead_leaves_the_choice_to_the_answer() -
 
 async def test_without_lead_instructions_there_is_no_scored_call() -> None:
     model = ScriptedChatModel([answer_reply("It works.")])
-    generator = ModelGenerator(model, **UNCHECKED)
+    generator = json_generator(model, **UNCHECKED)
     answer = await generator.generate("What did the trial find?", [doc("d1")])
     assert answer.text == "It works. [1]" and len(model.calls) == 1
     assert answer.lead_probabilities == {}
@@ -238,7 +239,7 @@ async def test_without_lead_instructions_there_is_no_scored_call() -> None:
 async def test_a_decision_the_sources_do_not_state_is_given_and_said_to_be_unstated() -> None:
     reply = {"answerable": False, "sentences": []}
     model = ScriptedChatModel(["no", json.dumps(reply)])
-    answer = await ModelGenerator(model).generate("Does it work?", [doc("d1")], DECIDE)
+    answer = await json_generator(model).generate("Does it work?", [doc("d1")], DECIDE)
     assert answer.text == "No. The sources do not state this directly."
     assert not answer.grounded and answer.citations == []
 
@@ -246,7 +247,7 @@ async def test_a_decision_the_sources_do_not_state_is_given_and_said_to_be_unsta
 async def test_a_refusal_keeps_no_lead_when_the_scored_call_chose_none() -> None:
     reply = {"answerable": False, "sentences": [], "lead": "yes"}
     model = ScriptedChatModel(["The", json.dumps(reply)], token_logprobs=[logprobs(the=0.9)])
-    answer = await ModelGenerator(model).generate("Does it work?", [doc("d1")], DECIDE)
+    answer = await json_generator(model).generate("Does it work?", [doc("d1")], DECIDE)
     assert answer.text.startswith("The sources do not contain") and not answer.grounded
 
 
@@ -256,7 +257,7 @@ CHOICE = "Which was announced earlier, Sky Q or OneDrive?"
 async def test_the_answer_chooses_between_the_candidates_the_question_names() -> None:
     reply = answer_reply("Sky Q was announced in 2015, OneDrive in 2014.", lead="OneDrive")
     model = ScriptedChatModel([reply])
-    answer = await ModelGenerator(model, support_threshold=0.4).generate(CHOICE, [doc("d1")])
+    answer = await json_generator(model, support_threshold=0.4).generate(CHOICE, [doc("d1")])
 
     assert answer.text == "OneDrive. Sky Q was announced in 2015, OneDrive in 2014. [1]"
     # No scored call (the phrases' first tokens cannot tell them apart) and no support check:
@@ -268,7 +269,7 @@ async def test_the_answer_chooses_between_the_candidates_the_question_names() ->
 
 async def test_a_plain_text_answer_is_told_to_begin_with_the_candidate_chosen() -> None:
     model = ScriptedChatModel(["OneDrive, announced in 2014 [1]."])
-    generator = ModelGenerator(model, answer_format=AnswerFormat.TEXT, **UNCHECKED)
+    generator = json_generator(model, answer_format=AnswerFormat.TEXT, **UNCHECKED)
     answer = await generator.generate(CHOICE, [doc("d1")])
 
     assert answer.text.startswith("OneDrive")
@@ -289,7 +290,7 @@ async def test_a_question_that_asks_yes_or_no_is_weighed_over_every_passage() ->
         ["Yes", answer_reply("Monks founded Arden; Bexley was founded by a king.")],
         token_logprobs=[logprobs(yes=0.6, no=0.4)],
     )
-    generator = ModelGenerator(model, question_yes_threshold=0.7, support_threshold=0.4)
+    generator = json_generator(model, question_yes_threshold=0.7, support_threshold=0.4)
     answer = await generator.generate(YES_NO_QUESTION, TWO_SOURCES)
 
     # Yes at 0.6 is under the question's threshold: the answer begins with no.
@@ -315,7 +316,7 @@ async def test_the_questions_own_threshold_decides_not_the_instructions_one(
         ["Yes", answer_reply("Arden was founded by monks.")],
         token_logprobs=[logprobs(yes=p_yes, no=1 - p_yes)],
     )
-    generator = ModelGenerator(model, lead_yes_threshold=0.95, question_yes_threshold=0.7)
+    generator = json_generator(model, lead_yes_threshold=0.95, question_yes_threshold=0.7)
     answer = await generator.generate(YES_NO_QUESTION, TWO_SOURCES)
     assert answer.text.startswith(f"{lead}. ")
 
@@ -323,7 +324,7 @@ async def test_the_questions_own_threshold_decides_not_the_instructions_one(
 async def test_a_questions_yes_or_no_the_sources_do_not_state_is_given_as_unstated() -> None:
     reply = {"answerable": False, "sentences": []}
     model = ScriptedChatModel(["no", json.dumps(reply)])  # no log-probabilities: the word decides
-    answer = await ModelGenerator(model).generate(YES_NO_QUESTION, TWO_SOURCES)
+    answer = await json_generator(model).generate(YES_NO_QUESTION, TWO_SOURCES)
     assert answer.text == "No. The sources do not state this directly."
     assert not answer.grounded
 
@@ -331,7 +332,7 @@ async def test_a_questions_yes_or_no_the_sources_do_not_state_is_given_as_unstat
 async def test_a_scored_reply_naming_neither_leaves_the_yes_or_no_to_the_answers_lead() -> None:
     reply = answer_reply("Monks founded Arden; Bexley was founded by a king.", lead="no")
     model = ScriptedChatModel(["The", reply], token_logprobs=[logprobs(the=0.9)])
-    answer = await ModelGenerator(model, support_threshold=0.4).generate(
+    answer = await json_generator(model, support_threshold=0.4).generate(
         YES_NO_QUESTION, [doc("d1")]
     )
 
@@ -346,7 +347,7 @@ async def test_a_plain_text_answer_begins_with_the_yes_or_no_weighed() -> None:
         ["No", "Monks founded Arden, a king founded Bexley [1]."],
         token_logprobs=[logprobs(yes=0.2, no=0.8)],
     )
-    generator = ModelGenerator(model, answer_format=AnswerFormat.TEXT, **UNCHECKED)
+    generator = json_generator(model, answer_format=AnswerFormat.TEXT, **UNCHECKED)
     answer = await generator.generate(YES_NO_QUESTION, [doc("d1")])
 
     assert answer.text.startswith("No. Monks founded Arden")
@@ -355,7 +356,7 @@ async def test_a_plain_text_answer_begins_with_the_yes_or_no_weighed() -> None:
 
 async def test_without_a_scored_word_a_plain_text_answer_is_told_to_begin_with_yes_or_no() -> None:
     model = ScriptedChatModel(["The", "Yes, both were founded by monks [1]."])
-    generator = ModelGenerator(model, answer_format=AnswerFormat.TEXT, **UNCHECKED)
+    generator = json_generator(model, answer_format=AnswerFormat.TEXT, **UNCHECKED)
     answer = await generator.generate(YES_NO_QUESTION, [doc("d1")])
 
     assert answer.text.startswith("Yes")
@@ -366,7 +367,7 @@ async def test_the_callers_decision_stands_for_the_generators_own_reading() -> N
     # The loop read no decision (say, a request): the generator takes none, though the question
     # alone would read as yes or no, and makes no scored lead call.
     model = ScriptedChatModel([answer_reply("Monks founded Arden.")])
-    generator = ModelGenerator(model, support_threshold=0, answer_match_threshold=0)
+    generator = json_generator(model, support_threshold=0, answer_match_threshold=0)
     answer = await generator.generate(YES_NO_QUESTION, TWO_SOURCES, decision=Decision())
     assert answer.text == "Monks founded Arden. [1]"
     (answer_call,) = model.calls

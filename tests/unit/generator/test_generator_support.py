@@ -11,9 +11,9 @@ import pytest
 
 from ragloop.core.answers import NO_ANSWER
 from ragloop.core.domain import Answer, AnswerDelta, Citation
-from ragloop.generator.stage import ModelGenerator
 from ragloop.generator.support import cited_documents
 from tests.unit.fakes import UNCHECKED, ScriptedChatModel, doc
+from tests.unit.generator.json_format import json_generator
 
 DOCUMENTS = [doc("d1", "Paris is the capital of France."), doc("d2", "Lyon is in France.")]
 
@@ -33,7 +33,7 @@ CAPITAL = answer_reply((1, "The capital is Paris."))
 
 async def test_an_answer_its_sources_state_stands_and_the_check_is_in_its_cost() -> None:
     model = ScriptedChatModel([CAPITAL, "Yes"], token_logprobs=[logprobs(yes=0.9, no=0.1)])
-    answer = await ModelGenerator(model, support_threshold=0.6, answer_match_threshold=0).generate(
+    answer = await json_generator(model, support_threshold=0.6, answer_match_threshold=0).generate(
         "What is the capital of France?", DOCUMENTS
     )
     assert answer.text == "The capital is Paris. [1]"
@@ -57,7 +57,7 @@ async def test_an_answer_its_sources_do_not_state_becomes_the_refusal(
     token: str, token_logprobs: dict[str, float] | None, support: float
 ) -> None:
     model = ScriptedChatModel([CAPITAL, token], token_logprobs=[token_logprobs])
-    answer = await ModelGenerator(model, support_threshold=0.6, answer_match_threshold=0).generate(
+    answer = await json_generator(model, support_threshold=0.6, answer_match_threshold=0).generate(
         "What is the capital of Spain?", DOCUMENTS
     )
     assert answer.text == NO_ANSWER and answer.citations == [] and not answer.grounded
@@ -67,7 +67,7 @@ async def test_an_answer_its_sources_do_not_state_becomes_the_refusal(
 
 async def test_a_check_naming_neither_word_leaves_the_answer() -> None:
     model = ScriptedChatModel([CAPITAL, "The"], token_logprobs=[logprobs(the=0.9)])
-    answer = await ModelGenerator(model, support_threshold=0.6, answer_match_threshold=0).generate(
+    answer = await json_generator(model, support_threshold=0.6, answer_match_threshold=0).generate(
         "Capital?", DOCUMENTS
     )
     assert answer.text == "The capital is Paris. [1]" and answer.support is None
@@ -76,18 +76,18 @@ async def test_a_check_naming_neither_word_leaves_the_answer() -> None:
 async def test_no_check_for_a_refusal_a_required_decision_or_threshold_zero() -> None:
     refusal = json.dumps({"answerable": False, "sentences": []})
     model = ScriptedChatModel([refusal])
-    refused = await ModelGenerator(model).generate("Capital?", DOCUMENTS)
+    refused = await json_generator(model).generate("Capital?", DOCUMENTS)
     assert refused.text == NO_ANSWER and refused.support is None
 
     model = ScriptedChatModel(["Yes", CAPITAL], token_logprobs=[logprobs(yes=0.9, no=0.1)])
-    decided = await ModelGenerator(model).generate(
+    decided = await json_generator(model).generate(
         "Is Paris the capital?", DOCUMENTS, "Begin your answer with yes or no."
     )
     assert decided.text.startswith("Yes.") and len(model.calls) == 2  # lead call and answer
     assert decided.support is None
 
     model = ScriptedChatModel([CAPITAL])
-    unchecked = await ModelGenerator(model, **UNCHECKED).generate("Capital?", DOCUMENTS)
+    unchecked = await json_generator(model, **UNCHECKED).generate("Capital?", DOCUMENTS)
     assert unchecked.text == "The capital is Paris. [1]" and len(model.calls) == 1
 
 
@@ -97,7 +97,7 @@ async def test_a_streamed_answer_the_check_refuses_is_replaced_by_the_refusal() 
     )
     events = [
         event
-        async for event in ModelGenerator(
+        async for event in json_generator(
             model, support_threshold=0.6, answer_match_threshold=0
         ).generate_stream("What is the capital of Spain?", DOCUMENTS)
     ]
@@ -120,7 +120,7 @@ async def test_the_answer_match_check_comes_first_and_sees_the_answer_and_questi
         [CAPITAL, "Yes", "Yes"],
         token_logprobs=[logprobs(yes=0.7, no=0.3), logprobs(yes=0.9, no=0.1)],
     )
-    answer = await ModelGenerator(
+    answer = await json_generator(
         model, support_threshold=0.4, answer_match_threshold=0.2
     ).generate("What is the capital of France?", DOCUMENTS)
     assert answer.text == "The capital is Paris. [1]"
@@ -137,7 +137,7 @@ async def test_an_answer_that_does_not_answer_the_question_is_refused_without_a_
     None
 ):
     model = ScriptedChatModel([CAPITAL, "No"], token_logprobs=[logprobs(yes=0.15, no=0.85)])
-    answer = await ModelGenerator(model, answer_match_threshold=0.2).generate(
+    answer = await json_generator(model, answer_match_threshold=0.2).generate(
         "When was Paris founded?", DOCUMENTS
     )
     assert answer.text == NO_ANSWER and answer.citations == [] and not answer.grounded
@@ -149,7 +149,7 @@ async def test_without_log_probabilities_the_answer_match_check_does_not_refuse(
     # Ollama: no log-probabilities. Right answers score far below one half (the threshold is
     # 0.2), so the sampled word is no figure for this check; the support check's still is.
     model = ScriptedChatModel([CAPITAL, "No", "Yes"], token_logprobs=[None, None])
-    answer = await ModelGenerator(model, answer_match_threshold=0.2).generate(
+    answer = await json_generator(model, answer_match_threshold=0.2).generate(
         "What is the capital of France?", DOCUMENTS
     )
     assert answer.text == "The capital is Paris. [1]" and answer.usage.calls == 3
@@ -160,7 +160,7 @@ async def test_an_answer_match_reply_naming_neither_word_goes_on_to_the_support_
     model = ScriptedChatModel(
         [CAPITAL, "The", "No"], token_logprobs=[logprobs(the=0.9), logprobs(yes=0.1, no=0.9)]
     )
-    answer = await ModelGenerator(
+    answer = await json_generator(
         model, support_threshold=0.4, answer_match_threshold=0.2
     ).generate("What is the capital of France?", DOCUMENTS)
     assert answer.text == NO_ANSWER and answer.answer_match is None
@@ -173,7 +173,7 @@ async def test_a_streamed_answer_the_answer_match_check_refuses_is_replaced() ->
     )
     events = [
         event
-        async for event in ModelGenerator(model, answer_match_threshold=0.2).generate_stream(
+        async for event in json_generator(model, answer_match_threshold=0.2).generate_stream(
             "When was Paris founded?", DOCUMENTS
         )
     ]

@@ -9,7 +9,7 @@ from ragloop.core.answers import NO_ANSWER
 from ragloop.core.answers import without_markers as plain_text
 from ragloop.core.domain import Answer, AnswerDelta
 from ragloop.generator.stage import AnswerFormat, ModelGenerator
-from ragloop.generator.text_answer import TEXT_SYSTEM, parse_text_answer
+from ragloop.generator.text_answer import TEXT_SYSTEM, attributed_source, parse_text_answer
 from tests.unit.fakes import UNCHECKED, ScriptedChatModel, doc
 
 DOCS = [doc("d1", "Normandy is a region in France."), doc("d2", "The Normans came in 911.")]
@@ -47,6 +47,18 @@ async def test_an_answer_without_markers_is_kept_but_not_grounded() -> None:
     assert answer.uncited_sentences == 1 and answer.hallucination_risk == 1.0
 
 
+async def test_a_sentence_without_a_marker_cites_the_passage_it_shares_most_words_with() -> None:
+    answer, _ = await generate("The Normans came to Normandy in 911. Normandy is in France [1].")
+    assert answer.text == "The Normans came to Normandy in 911. [2] Normandy is in France. [1]"
+    assert answer.grounded and answer.uncited_sentences == 0
+
+
+def test_a_sentence_sharing_too_little_with_every_passage_cites_none() -> None:
+    assert attributed_source("Normandy is in France.", DOCS) is None  # 2 words shared
+    assert attributed_source("The Normans came in 911 [1].", DOCS) is None  # its marker cites
+    assert attributed_source("The Normans came in 911.", DOCS) == 2
+
+
 @pytest.mark.parametrize(
     "reply",
     [NO_ANSWER, f"{NO_ANSWER} [1]", "  the sources do not contain the answer to this", ""],
@@ -57,7 +69,7 @@ async def test_the_refusal_is_the_honest_no_answer(reply: str) -> None:
 
 
 def test_a_sentence_that_merely_mentions_sources_is_not_a_refusal() -> None:
-    draft = parse_text_answer("The sources say Normandy is in France [1].")
+    draft = parse_text_answer("The sources say Normandy is in France [1].", DOCS)
     assert draft.answerable and len(draft.sentences) == 1
 
 
@@ -104,5 +116,5 @@ async def test_a_streamed_refusal_cut_short_is_replaced_by_the_whole_one() -> No
     assert isinstance(last, AnswerDelta) and last.restart and last.text == NO_ANSWER
 
 
-def test_json_is_the_default_format() -> None:
-    assert ModelGenerator(ScriptedChatModel([]))._format is AnswerFormat.JSON
+def test_text_is_the_default_format() -> None:
+    assert ModelGenerator(ScriptedChatModel([]))._format is AnswerFormat.TEXT

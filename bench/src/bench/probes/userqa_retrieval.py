@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.comparison.services import shared_milvus
-from bench.userqa import COLLECTION, DATA, RAGLOOP, RunsFile, load_corpus
+from bench.userqa import DATA, RunsFile, load_corpus
+from bench.userqa_systems import COLLECTION, RAGLOOP
 from ragloop.cli.evaluation.questions import EvalQuestion, load_questions
 from ragloop.orchestrator.application.policy import server_policy
 from ragloop.orchestrator.settings import OrchestratorSettings

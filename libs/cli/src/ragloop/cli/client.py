@@ -3,12 +3,16 @@ and HTTP failures become the CLI's errors (ragloop.cli.errors)."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
+from ragloop.cli import sse
 from ragloop.cli.errors import ApiError, CliError, Unreachable
 
 DEFAULT_URL = "http://127.0.0.1:8000"  # the orchestrator's default RAGLOOP_HTTP_PORT
@@ -42,6 +46,14 @@ def error_message(response: httpx.Response) -> str:
     return f"{status}: {message}" if message else status
 
 
+def _stream_error(data: dict[str, Any]) -> ApiError:
+    """A query stream's ``error`` event as the ApiError the same failure of POST /v1/query
+    raises (the event's data is that error body's ``error``, with its HTTP ``status``)."""
+    status = int(data.get("status", 500))
+    detail = {key: value for key, value in data.items() if key != "status"}
+    return ApiError(status, error_message(httpx.Response(status, json={"error": detail})))
+
+
 def _validation_problem(item: Any) -> str:
     if not isinstance(item, dict):
         return str(item)
@@ -51,10 +63,16 @@ def _validation_problem(item: Any) -> str:
 
 
 class Api:
-    """The orchestrator's REST API at ``base_url``; ``api_key`` is sent as a bearer token."""
+    """The orchestrator's REST API at ``base_url``; ``api_key`` is sent as a bearer token.
+    ``transport``: httpx's own, unless given (a test's)."""
 
     def __init__(
-        self, base_url: str, *, api_key: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
@@ -62,6 +80,7 @@ class Api:
             base_url=self.base_url,
             headers=headers,
             timeout=httpx.Timeout(timeout_s, connect=min(CONNECT_TIMEOUT_S, timeout_s)),
+            transport=transport,
         )
 
     def __enter__(self) -> Api:
@@ -73,9 +92,11 @@ class Api:
     def close(self) -> None:
         self._http.close()
 
-    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    @contextmanager
+    def _talking(self) -> Iterator[None]:
+        """Transport failures as the CLI's errors."""
         try:
-            response = self._http.request(method, path, **kwargs)
+            yield
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             raise Unreachable(self.base_url, str(exc) or type(exc).__name__) from None
         except httpx.TimeoutException:
@@ -85,6 +106,10 @@ class Api:
             ) from None
         except httpx.TransportError as exc:
             raise CliError(f"talking to {self.base_url} failed: {exc}") from None
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        with self._talking():
+            response = self._http.request(method, path, **kwargs)
         if response.is_error:
             raise ApiError(response.status_code, error_message(response))
         return response
@@ -96,6 +121,23 @@ class Api:
 
     def query(self, body: dict[str, Any]) -> dict[str, Any]:
         return self._json("POST", "/v1/query", json=body)
+
+    def query_stream(self, body: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+        """POST /v1/query/stream's events as (name, data), the last one ``done`` (its data the
+        body POST /v1/query returns). An ``error`` event raises the ApiError a failed POST
+        /v1/query would; a stream that ends without either, a CliError."""
+        with self._talking(), self._http.stream("POST", "/v1/query/stream", json=body) as reply:
+            if reply.is_error:
+                reply.read()
+                raise ApiError(reply.status_code, error_message(reply))
+            for event in sse.events(reply.iter_lines()):
+                data = json.loads(event.data)
+                if event.name == "error":
+                    raise _stream_error(data)
+                yield event.name, data
+                if event.name == "done":
+                    return
+        raise CliError(f"the orchestrator at {self.base_url} ended the stream without an answer")
 
     def upload(
         self,

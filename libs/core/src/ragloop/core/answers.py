@@ -46,6 +46,11 @@ def without_markers(answer: str) -> str:
     return " ".join(_MARKER.sub("", answer).split())
 
 
+def has_marker(text: str) -> bool:
+    """Whether the text holds a citation marker such as [2]."""
+    return _MARKER.search(text) is not None
+
+
 def is_refusal(answer: str) -> bool:
     """The answer says the sources do not hold the answer (or is empty)."""
     text = " ".join(answer.replace("\u2019", "'").split()).lower()

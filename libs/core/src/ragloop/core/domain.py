@@ -136,6 +136,8 @@ class Answer:
     # or no: the scored call's probability of each (normalised over them) that chose the lead.
     # Empty otherwise.
     lead_probabilities: dict[str, float] = field(default_factory=dict)
+    # What refused the answer (a ``names.Refusal`` value); "" when it was not refused.
+    refused_by: str = ""
 
 
 @dataclass(frozen=True)

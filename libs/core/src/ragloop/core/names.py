@@ -49,6 +49,18 @@ class Outcome(StrEnum):
     BUDGET_EXHAUSTED = "budget_exhausted"  # the time budget ran out before another round
 
 
+class Refusal(StrEnum):
+    """What refused an answer: the loop before any answer was written, or a step after."""
+
+    NOTHING_PASSED = "nothing_passed"  # no passage passed grading in any round
+    ANSWER_FLOOR = "answer_floor"  # the best passed grade is below the answer floor
+    OUT_OF_TIME = "out_of_time"  # the time budget ran out before an answer was written
+    WRITER = "writer"  # the writer replied that the passages do not hold the answer
+    ANSWER_MATCH = "answer_match"  # the answer-match check: the text does not answer the question
+    SUPPORT = "support"  # the support check: the cited passages do not state the answer
+    AFTER_REFUSAL = "after_refusal"  # a second answer below the loop's bar after a refusal
+
+
 class RetrievalMode(StrEnum):
     DENSE = "dense"  # embeddings
     SPARSE = "sparse"  # BM25 keywords

@@ -6,7 +6,12 @@ from ragloop.core.names import Stage
 from ragloop.core.settings import ChatModelSettings
 from ragloop.core.stage_registry import stage_spec
 from ragloop.generator.leads import DEFAULT_LEAD_YES_THRESHOLD, DEFAULT_QUESTION_YES_THRESHOLD
-from ragloop.generator.stage import DEFAULT_MAX_DOCUMENTS, DEFAULT_MAX_TOKENS, AnswerFormat
+from ragloop.generator.stage import (
+    DEFAULT_ANSWER_FORMAT,
+    DEFAULT_MAX_DOCUMENTS,
+    DEFAULT_MAX_TOKENS,
+    AnswerFormat,
+)
 from ragloop.generator.support import DEFAULT_ANSWER_MATCH_THRESHOLD, DEFAULT_SUPPORT_THRESHOLD
 
 
@@ -21,10 +26,12 @@ class GeneratorSettings(ChatModelSettings):
         DEFAULT_MAX_DOCUMENTS, ge=1, description="Most passages put in one prompt."
     )
     generator_answer_format: AnswerFormat = Field(
-        AnswerFormat.JSON,
-        description="`json` (sentences each naming its source, under a JSON schema) or `text` "
-        "(prose with [n] markers, parsed afterwards; faster, but with the 1.5B model it refused "
-        "more answerable questions: docs/decisions/0002-answer-format-and-context.md).",
+        DEFAULT_ANSWER_FORMAT,
+        description="`text` (the model's own prose with [n] markers, each sentence without one "
+        "cited to the passage it shares most words with) or `json` (at most three short "
+        "sentences each naming its source, under a JSON schema, with an `answerable` flag). "
+        "Text answered many more user-shaped documentation questions right with the 1.5B "
+        "model: docs/decisions/0027-answers-in-plain-text.md.",
     )
     generator_lead_yes_threshold: float = Field(
         DEFAULT_LEAD_YES_THRESHOLD,

@@ -25,6 +25,7 @@ from ragloop.core.models.structured import (
     complete_structured,
     stream_structured,
 )
+from ragloop.core.names import Refusal
 from ragloop.core.validation import (
     MAX_ANSWER_INSTRUCTIONS_CHARS,
     at_most,
@@ -68,6 +69,9 @@ class AnswerFormat(StrEnum):
     JSON = "json"  # {"answerable", "sentences": [{"source", "text"}]}
 
 
+DEFAULT_ANSWER_FORMAT = AnswerFormat.TEXT  # docs/decisions/0027-answers-in-plain-text.md
+
+
 @dataclass(frozen=True)
 class _Lead:
     """The answer's first word, when the request asks for a ``decision``: where its instructions
@@ -106,7 +110,7 @@ class ModelGenerator:
         *,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         max_documents: int = DEFAULT_MAX_DOCUMENTS,
-        answer_format: AnswerFormat = AnswerFormat.JSON,
+        answer_format: AnswerFormat = DEFAULT_ANSWER_FORMAT,
         lead_yes_threshold: float = DEFAULT_LEAD_YES_THRESHOLD,
         question_yes_threshold: float = DEFAULT_QUESTION_YES_THRESHOLD,
         support_threshold: float = DEFAULT_SUPPORT_THRESHOLD,
@@ -139,7 +143,9 @@ class ModelGenerator:
         messages = self._messages(question, documents, instructions, lead)
         if self._format is AnswerFormat.TEXT:
             text_reply = await self._model.complete(messages, max_tokens=self._max_tokens)
-            answer = self._answer(question, self._parsed_text(text_reply), documents, lead)
+            answer = self._answer(
+                question, self._parsed_text(text_reply, documents), documents, lead
+            )
             return await self._checked_answer(question, answer, documents, lead)
         reply = await complete_structured(
             self._model,
@@ -190,7 +196,7 @@ class ModelGenerator:
             assert text_reply is not None, "a model's stream always ends with its reply"
             answer = await self._checked_answer(
                 question,
-                self._answer(question, self._parsed_text(text_reply), documents, lead),
+                self._answer(question, self._parsed_text(text_reply, documents), documents, lead),
                 documents,
                 lead,
             )
@@ -307,7 +313,14 @@ class ModelGenerator:
             )
             if match is not None and match < self._answer_match_threshold:
                 log.info("answer refused: it does not answer the question", extra={"match": match})
-                return Answer(NO_ANSWER, [], grounded=False, usage=usage, answer_match=match)
+                return Answer(
+                    NO_ANSWER,
+                    [],
+                    grounded=False,
+                    usage=usage,
+                    answer_match=match,
+                    refused_by=Refusal.ANSWER_MATCH,
+                )
         if self._support_threshold > 0:
             support, usage = await self._yes_probability(
                 support_messages(question, cited, text), usage
@@ -315,7 +328,13 @@ class ModelGenerator:
             if support is not None and support < self._support_threshold:
                 log.info("answer refused: its sources do not state it", extra={"support": support})
                 return Answer(
-                    NO_ANSWER, [], grounded=False, usage=usage, support=support, answer_match=match
+                    NO_ANSWER,
+                    [],
+                    grounded=False,
+                    usage=usage,
+                    support=support,
+                    answer_match=match,
+                    refused_by=Refusal.SUPPORT,
                 )
         return replace(answer, usage=usage, support=support, answer_match=match)
 
@@ -336,13 +355,21 @@ class ModelGenerator:
             return None, usage
         return round(probabilities[YES], 4), usage
 
-    def _parsed_text(self, reply: ChatReply) -> StructuredReply[DraftAnswer]:
+    def _parsed_text(
+        self, reply: ChatReply, documents: list[Document]
+    ) -> StructuredReply[DraftAnswer]:
         usage = call_usage(self._model.name, reply)
-        return StructuredReply(parse_text_answer(reply.text), usage)
+        return StructuredReply(parse_text_answer(reply.text, documents), usage)
 
     def _nothing_passed(self) -> Answer:
         # Nothing passed grading: say so rather than let the model invent an answer.
-        return Answer(NO_ANSWER, [], grounded=False, usage=ModelUsage(model=self._model.name))
+        return Answer(
+            NO_ANSWER,
+            [],
+            grounded=False,
+            usage=ModelUsage(model=self._model.name),
+            refused_by=Refusal.NOTHING_PASSED,
+        )
 
     def _answer(
         self,
@@ -371,7 +398,7 @@ class ModelGenerator:
                     usage=usage,
                     lead_probabilities=lead.probabilities,
                 )
-            return Answer(NO_ANSWER, [], grounded=False, usage=usage)
+            return Answer(NO_ANSWER, [], grounded=False, usage=usage, refused_by=Refusal.WRITER)
         if checked.removed_citations:
             log.warning(
                 "citations to no given passage removed",

@@ -9,8 +9,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from ragloop.cli.client import Api
+from ragloop.cli.evaluation.events import evidence_of
+from ragloop.cli.evaluation.funnel import UNKNOWN, Loss, Reach, loss, reach
 from ragloop.cli.evaluation.questions import EvalQuestion
 from ragloop.cli.evaluation.scoring import Scored, Verdict, score
+from ragloop.core.answers import is_refusal
 
 CHECKS = ("support", "answer_match")
 
@@ -32,6 +35,11 @@ class EvalAnswer:
     # A follow-up's question made standalone from its history: what was searched and answered
     # ("" when the question was answered as asked).
     standalone: str = ""
+    # Whether the answer's text was in the passages retrieved, passed and read (funnel.reach);
+    # empty when the system does not show its passages.
+    reach: Reach = field(default_factory=dict)
+    # The check that refused the answer (the response's refused_by; "" when not refused).
+    refused_by: str = ""
 
 
 class Answerer(Protocol):
@@ -48,6 +56,14 @@ class EvalRecord:
     scored: Scored
     error: str = ""
 
+    @property
+    def loss(self) -> Loss | None:
+        """Where an answerable question's answer was lost (funnel.loss); None for an
+        unanswerable question."""
+        if self.error and self.question.answerable:
+            return Loss.ERROR
+        return loss(self.question, self.scored, self.answer.reach, self.answer.refused_by)
+
     def as_json(self) -> dict[str, Any]:
         return {
             "id": self.question.id,
@@ -60,6 +76,7 @@ class EvalRecord:
             "spurious_lead": self.scored.spurious_lead,
             "repeated": list(self.scored.repeated),
             "cut_off": list(self.scored.cut_off),
+            "loss": self.loss,
             "answer": asdict(self.answer),
             "error": self.error,
         }
@@ -67,8 +84,9 @@ class EvalRecord:
 
 @dataclass
 class RestAnswerer:
-    """ragloop over REST (``POST /v1/query``): the question, its history, the collection, and
-    ``options`` (any of the request's policy fields, e.g. ``max_rewrite_attempts``)."""
+    """ragloop over REST (``POST /v1/query/stream``): the question, its history, the collection,
+    and ``options`` (any of the request's policy fields, e.g. ``max_rewrite_attempts``). The
+    answer is the ``done`` event's body; the passages of the events before it give its reach."""
 
     api: Api
     collection: str = ""
@@ -81,7 +99,13 @@ class RestAnswerer:
         if question.history:
             body["history"] = [{"role": r, "content": c} for r, c in question.history]
         clock = time.perf_counter()
-        response = self.api.query(body)
+        finished: list[dict[str, Any]] = []
+        response: dict[str, Any] = {}
+        for name, data in self.api.query_stream(body):
+            if name == "node_finished":
+                finished.append(data)
+            elif name == "done":
+                response = data
         seconds = time.perf_counter() - clock
         workflow = response.get("workflow", {})
         standalone = response.get("query", {}).get("standalone", "")
@@ -95,7 +119,17 @@ class RestAnswerer:
             outcome=workflow.get("outcome", ""),
             checks=_checks(response),
             standalone=standalone if standalone != question.question else "",
+            reach=reach(question, evidence_of(finished)),
+            refused_by=_refused_by(response),
         )
+
+
+def _refused_by(response: Mapping[str, Any]) -> str:
+    """The check that refused the answer; ``unknown`` for a refusal by a server that does not
+    say (older than ``refused_by``)."""
+    if "refused_by" in response:
+        return response["refused_by"]
+    return UNKNOWN if is_refusal(response["answer"]) else ""
 
 
 def _checks(response: Mapping[str, Any]) -> dict[str, float]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -38,14 +39,21 @@ def _folded(text: str) -> str:
     return " ".join(text.lower().split())
 
 
+def comparable(text: str) -> str:
+    """``text`` as ``must_include`` is looked for in it: without citation markers, lower case,
+    runs of white space collapsed."""
+    return _folded(without_markers(text))
+
+
+def holds(text: str, group: Sequence[str]) -> bool:
+    """Whether ``text`` (``comparable``) holds any one of the group's alternatives."""
+    return any(_folded(alternative) in text for alternative in group)
+
+
 def score(question: EvalQuestion, answer: str) -> Scored:
     refused = is_refusal(answer)
-    text = _folded(without_markers(answer))
-    unmatched = tuple(
-        group
-        for group in question.must_include
-        if not any(_folded(alternative) in text for alternative in group)
-    )
+    text = comparable(answer)
+    unmatched = tuple(group for group in question.must_include if not holds(text, group))
     yes_no = question.kind == YES_NO_KIND
     lead = lead_word(answer)
     if not question.answerable:

@@ -385,6 +385,7 @@ def answer_to_proto(answer: Answer) -> generator_pb2.GenerateAnswerResponse:
         support=answer.support,
         answer_match=answer.answer_match,
         lead_probabilities=answer.lead_probabilities,
+        refused_by=answer.refused_by,
     )
 
 
@@ -400,6 +401,7 @@ def answer_from_proto(message: generator_pb2.GenerateAnswerResponse) -> Answer:
         support=round(message.support, 4) if message.HasField("support") else None,
         answer_match=round(message.answer_match, 4) if message.HasField("answer_match") else None,
         lead_probabilities={w: round(p, 4) for w, p in message.lead_probabilities.items()},
+        refused_by=message.refused_by,
     )
 
 

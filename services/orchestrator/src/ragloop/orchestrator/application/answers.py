@@ -5,12 +5,12 @@ built from, so that every way in agrees on every number, rounding included."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from ragloop.core.domain import GradingResult, RetrievalResult
-from ragloop.core.names import LoopNode, Outcome
+from ragloop.core.names import LoopNode, Outcome, Refusal
 from ragloop.orchestrator.loop.corrective import LoopResult, Round
 from ragloop.orchestrator.loop.events import usage_details
 
@@ -123,6 +123,12 @@ class QueryResponse(BaseModel):
         "question asks yes or no: the model's probability of each (normalised over them) from "
         "the call that chose the lead.",
     )
+    refused_by: Refusal | Literal[""] = Field(
+        default="",
+        description="What refused the answer: `nothing_passed`, `answer_floor` or `out_of_time` "
+        "(the loop, before any answer was written), `writer`, `answer_match`, `support` or "
+        "`after_refusal` (after one was written); empty when the answer was not refused.",
+    )
     query: QuerySummary
     rewrite_history: list[RewriteOut]
     retrieval: RetrievalOut
@@ -152,6 +158,7 @@ def build_query_response(result: LoopResult) -> QueryResponse:
         support=None if result.answer.support is None else round(result.answer.support, 4),
         answer_match=result.answer.answer_match,
         lead_probabilities=result.answer.lead_probabilities,
+        refused_by=result.answer.refused_by,
         query=QuerySummary(
             original=result.original_query,
             standalone=result.standalone_query,

@@ -49,7 +49,7 @@ from ragloop.core.errors import (
 )
 from ragloop.core.leads import Decision, requested_decision
 from ragloop.core.metrics import init_loop_series, observe_loop
-from ragloop.core.names import LoopNode, Outcome
+from ragloop.core.names import LoopNode, Outcome, Refusal
 from ragloop.core.stages import LoopStages
 from ragloop.core.text import normalize_query
 from ragloop.orchestrator.loop import events
@@ -228,7 +228,7 @@ def out_of_time_answer(documents: list[Document]) -> Answer:
             "No answer: the time budget ran out before the answer was written. "
             f"Passages that passed grading came from: {sources}."
         )
-    return Answer(text, [], grounded=False)
+    return Answer(text, [], grounded=False, refused_by=Refusal.OUT_OF_TIME)
 
 
 class CorrectiveLoop:
@@ -471,6 +471,7 @@ class _Run:
             return outcome, await self._announce(out_of_time_answer(documents))
 
         best = self._best_confidence()
+        refusal = Refusal.NOTHING_PASSED if not documents else Refusal.ANSWER_FLOOR
         if best < self.policy.answer_min_confidence and not self.decision_required:
             documents = []  # the honest refusal
         self.handed = documents
@@ -490,7 +491,9 @@ class _Run:
 
         async def generate() -> Answer:
             if not documents:  # the refusal is the loop's own: no stage call to write it
-                return await self._announce(Answer(NO_ANSWER, [], grounded=False))
+                return await self._announce(
+                    Answer(NO_ANSWER, [], grounded=False, refused_by=refusal)
+                )
             answer = await self._generate(documents)
             if refused is None or not self._falls_short_after_refusal(answer):
                 return answer
@@ -501,6 +504,7 @@ class _Run:
                 grounded=False,
                 usage=answer.usage,
                 answer_match=answer.answer_match,
+                refused_by=Refusal.AFTER_REFUSAL,
             )
             return await self._announce(kept)
 

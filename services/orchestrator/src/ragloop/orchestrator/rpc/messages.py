@@ -84,6 +84,7 @@ def response_to_proto(response: QueryResponse) -> rag_pb2.QueryResponse:
         support=response.support,
         answer_match=response.answer_match,
         lead_probabilities=response.lead_probabilities,
+        refused_by=response.refused_by,
         query=rag_pb2.QuerySummary(**response.query.model_dump()),
         rewrite_history=[
             common_pb2.RewriteAttempt(**r.model_dump()) for r in response.rewrite_history
