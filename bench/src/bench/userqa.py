@@ -26,7 +26,6 @@ import sys
 import time
 from collections.abc import Iterable, Mapping
 from contextlib import ExitStack
-from dataclasses import replace
 from datetime import date
 from itertools import zip_longest
 from pathlib import Path
@@ -41,6 +40,7 @@ from bench.common import (
     write_results,
 )
 from bench.compare import changed_settings, provenance
+from bench.refusal_replay import Bars, sweep, with_bars
 from bench.userqa_systems import (
     CEILING,
     RAGLOOP,
@@ -54,12 +54,9 @@ from bench.userqa_systems import (
 )
 from ragloop.cli.evaluation.questions import EvalQuestion, load_questions
 from ragloop.cli.evaluation.report import ALL, summary, table
-from ragloop.cli.evaluation.report import figures as eval_figures
 from ragloop.cli.evaluation.runner import EvalAnswer, EvalRecord, evaluate
 from ragloop.cli.evaluation.scoring import POINTS, Verdict, score
-from ragloop.core.answers import NO_ANSWER
 from ragloop.core.domain import SourceDocument
-from ragloop.core.leads import requested_decision
 from ragloop.local.models import QWEN_CODER_1_5B
 
 DATA = SHARED_DATA / "userqa"
@@ -206,32 +203,6 @@ def render(records: Mapping[str, list[EvalRecord]]) -> str:
     return "\n\n".join(parts)
 
 
-FLOORS = (0.0, 0.5, 0.55, 0.6, 0.65, 0.7)
-
-
-def with_floor(record: EvalRecord, floor: float) -> EvalRecord:
-    """The record as the loop's answer floor ``floor`` would have left it, from a run made with
-    the floor off (RAGLOOP_ANSWER_MIN_CONFIDENCE=0): the refusal where the best passed grade is
-    below it, unless the question asks for a decision (which the floor never refuses)."""
-    best = record.answer.checks.get("best_confidence")
-    question = record.question
-    if best is None or best >= floor or requested_decision("", question.question):
-        return record
-    refused = replace(record.answer, text=NO_ANSWER, checks={"best_confidence": best})
-    return EvalRecord(question, refused, score(question, NO_ANSWER), record.error)
-
-
-def floor_sweep(records: list[EvalRecord]) -> str:
-    """Right, wrong and the score at each floor, replayed from one run with the floor off."""
-    lines = ["floor  right  wrong  missing  score"]
-    for floor in FLOORS:
-        f = eval_figures([with_floor(r, floor) for r in records])
-        lines.append(
-            f"{floor:<5}  {f['right']:<5}  {f['wrong']:<5}  {f['missing']:<7}  {f['score']:+.3f}"
-        )
-    return "\n".join(lines)
-
-
 def by_kind_in_turn(questions: list[EvalQuestion]) -> list[EvalQuestion]:
     """The questions one kind after another (the first of each kind, then the second …), so that
     a run stopped part way has answers of every kind."""
@@ -304,26 +275,39 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--summarise", action="store_true", help="only compute the figures")
     parser.add_argument(
-        "--floor-sweep",
+        "--bars-sweep",
         action="store_true",
-        help="print each system's figures at several answer floors, replayed from runs made "
-        "with RAGLOOP_ANSWER_MIN_CONFIDENCE=0 (every answer with its best passed grade)",
+        help="print each system's figures under many sets of refusal bars (answer floor, "
+        "answer-match and support thresholds), best score first, replayed from runs made with "
+        "every bar off: RAGLOOP_ANSWER_MIN_CONFIDENCE=0 and the generator's check thresholds at "
+        "0.0001 (the checks run, and refuse nothing)",
     )
-    parser.add_argument(
-        "--at-floor",
-        type=float,
-        default=None,
-        help="compute and write the figures as the answer floor AT_FLOOR would have left the "
-        "answers, replayed from runs made with RAGLOOP_ANSWER_MIN_CONFIDENCE=0 (e.g. the "
-        "server's default, to report the default from a run that also serves --floor-sweep)",
-    )
+    for bar, what in (("floor", "answer floor"), ("match", "answer-match"), ("support", "support")):
+        parser.add_argument(
+            f"--at-{bar}",
+            type=float,
+            default=None,
+            help=f"compute and write the figures as the {what} bar AT_{bar.upper()} would have "
+            "left the answers, replayed from runs made with every bar off (see --bars-sweep)",
+        )
     args = parser.parse_args(argv)
-    if args.at_floor is not None and not 0.0 <= args.at_floor <= 1.0:
-        parser.error("--at-floor is a passed grade, between 0 and 1")
+    for bar in ("floor", "match", "support"):
+        value = getattr(args, f"at_{bar}")
+        if value is not None and not 0.0 <= value <= 1.0:
+            parser.error(f"--at-{bar} is a probability, between 0 and 1")
     unknown = set(args.systems) - set(SYSTEMS)
     if unknown:
         parser.error(f"unknown systems {sorted(unknown)}; choose from {', '.join(SYSTEMS)}")
     return args
+
+
+def replayed_bars(args: argparse.Namespace) -> Bars | None:
+    """The bars ``--at-floor``, ``--at-match`` and ``--at-support`` replay (a bar not named is
+    none); None where none is named."""
+    named = (args.at_floor, args.at_match, args.at_support)
+    if all(value is None for value in named):
+        return None
+    return Bars(*(value or 0.0 for value in named))
 
 
 def main() -> None:
@@ -344,14 +328,15 @@ def main() -> None:
         start_long_run()
         measure(args, questions, runs)
     made = records_of(runs.rows(), {q.id: q for q in questions})
+    bars = replayed_bars(args)
     records = made
-    if args.at_floor is not None:
+    if bars is not None:
         records = {
-            system: [with_floor(record, args.at_floor) for record in system_records]
+            system: [with_bars(record, bars) for record in system_records]
             for system, system_records in made.items()
         }
     figures = read_results(output) | userqa_figures(records)
-    figures["userqa_answer_floor_replayed"] = args.at_floor
+    figures["userqa_bars_replayed"] = bars.label() if bars is not None else None
     command_key = "userqa_summary_command" if args.summarise else "userqa_command"
     figures[command_key] = "python -m bench.userqa " + shlex.join(sys.argv[1:])
     if not args.summarise:
@@ -366,9 +351,9 @@ def main() -> None:
     )
     write_results(output, figures)
     print("\n" + render(records))
-    if args.floor_sweep:
+    if args.bars_sweep:
         for system, system_records in made.items():
-            print(f"\n{system}, answer floor replayed\n{floor_sweep(system_records)}")
+            print(f"\n{system}, refusal bars replayed\n{sweep(system_records)}")
     print(f"\nwrote {output}")
 
 

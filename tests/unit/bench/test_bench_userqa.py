@@ -3,20 +3,21 @@ the systems' old names, the reading ceiling."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from bench.refusal_replay import Bars, sweep, with_bars
 from bench.userqa import (
     RunsFile,
     by_kind_in_turn,
-    floor_sweep,
     paired,
     parse_args,
     records_of,
     render,
+    replayed_bars,
     userqa_figures,
-    with_floor,
 )
 from bench.userqa_systems import CEILING, RAGLOOP, SINGLE, STUFFED, UNGRADED
 from ragloop.cli.evaluation.questions import EvalQuestion
@@ -29,8 +30,11 @@ WAL = EvalQuestion("q2", "Is WAL compression on by default?", "yes-no", True, ((
 OUT = EvalQuestion("q3", "How do I import a dashboard?", "out-of-scope", False)
 
 
-def record(question: EvalQuestion, text: str, best: float) -> EvalRecord:
-    answer = EvalAnswer(text, 1.0, checks={"best_confidence": best})
+def record(question: EvalQuestion, text: str, best: float, **checks: float) -> EvalRecord:
+    figures = {"best_confidence": best} | {
+        "answer_match" if name == "match" else name: value for name, value in checks.items()
+    }
+    answer = EvalAnswer(text, 1.0, checks=figures)
     return EvalRecord(question, answer, score(question, text))
 
 
@@ -39,18 +43,29 @@ def test_questions_are_asked_one_kind_after_another() -> None:
     assert [q.id for q in by_kind_in_turn([*how, PORT, OUT])] == ["h0", "q1", "q3", "h1", "h2"]
 
 
-def test_the_floor_is_replayed_from_each_answers_best_grade() -> None:
+def test_the_bars_are_replayed_from_each_answers_grade_and_checks() -> None:
     right = record(PORT, "Port 9090 [1].", best=0.58)
-    assert with_floor(right, 0.5) is right
-    refused = with_floor(right, 0.6)
+    assert with_bars(right, Bars(floor=0.5)) is right
+    refused = with_bars(right, Bars(floor=0.6))
     assert refused.answer.text == NO_ANSWER and refused.scored.verdict is Verdict.MISSING
-    decision = record(WAL, "Yes. It is on [1].", best=0.1)  # the floor never refuses a decision
-    assert with_floor(decision, 0.7) is decision
-    wrong = record(OUT, "Click import [1].", best=0.55)
-    table = floor_sweep([right, decision, wrong]).splitlines()
-    assert table[0].split() == ["floor", "right", "wrong", "missing", "score"]
-    assert table[1].split() == ["0.0", "2", "1", "0", "+0.333"]
-    assert table[4].split() == ["0.6", "2", "0", "1", "+0.667"]  # the port refused, the import too
+    assert refused.answer.refused_by == "answer_floor"
+    decision = record(WAL, "Yes. It is on [1].", best=0.1)  # no bar refuses a decision
+    assert with_bars(decision, Bars(0.7, 0.9, 0.9)) is decision
+    wrong = record(OUT, "Click import [1].", best=0.7, match=0.5, support=0.2)
+    assert with_bars(wrong, Bars(support=0.3)).answer.refused_by == "support"
+    assert with_bars(wrong, Bars(answer_match=0.6, support=0.3)).answer.refused_by == "answer_match"
+    written_off = replace(wrong, answer=replace(wrong.answer, refused_by="writer"))
+    assert with_bars(written_off, Bars(support=0.3)) is written_off  # refused already
+    lines = sweep([right, decision, wrong], [0.0, 0.6], [0.0], [0.0, 0.3]).splitlines()
+    assert lines[0].split() == ["floor", "match", "support", "right", "wrong", "missing", "score"]
+    # Best first: support 0.3 refuses the import and keeps the port; the floor 0.6 with it
+    # refuses the port too; with no bar the import is answered; the floor alone does both.
+    assert [line.split()[3:] for line in lines[1:]] == [
+        ["3", "0", "0", "+1.000"],
+        ["2", "0", "1", "+0.667"],
+        ["2", "1", "0", "+0.333"],
+        ["1", "1", "1", "+0.000"],
+    ]
 
 
 def test_runs_are_scored_again_and_paired_by_question() -> None:
@@ -66,11 +81,12 @@ def test_runs_are_scored_again_and_paired_by_question() -> None:
     assert paired(records["ragloop"], records["single"]) == (1, 0)
 
 
-def test_the_figures_can_be_written_at_a_replayed_floor() -> None:
-    assert parse_args(["--at-floor", "0.6"]).at_floor == 0.6
-    assert parse_args([]).at_floor is None
+def test_the_figures_can_be_written_at_replayed_bars() -> None:
+    assert replayed_bars(parse_args(["--at-floor", "0.6"])) == Bars(floor=0.6)
+    assert replayed_bars(parse_args(["--at-support", "0.5"])) == Bars(support=0.5)
+    assert replayed_bars(parse_args([])) is None
     with pytest.raises(SystemExit):
-        parse_args(["--at-floor", "1.5"])
+        parse_args(["--at-match", "1.5"])
 
 
 def test_old_runs_name_ungraded_plain(tmp_path: Path) -> None:

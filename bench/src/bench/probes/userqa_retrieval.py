@@ -1,5 +1,7 @@
 """`python -m bench.probes.userqa_retrieval [RUNS]`: whether the retriever finds the page that
-holds each userqa answer, without a chat model.
+holds each userqa answer, and the answer's text (every ``must_include`` group, as ``ragloop
+eval``'s loss funnel looks for it), without a chat model: minutes, where a run of the loop takes
+an hour.
 
 For every answerable question with ``gold_sources``, the retriever's passages at the server's
 defaults (mode, first-round similarity threshold) are searched for a passage of a gold page,
@@ -15,12 +17,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench.comparison.services import shared_milvus
 from bench.userqa import DATA, RunsFile, load_corpus
 from bench.userqa_systems import COLLECTION, RAGLOOP
+from ragloop.cli.evaluation.funnel import Evidence, reach
 from ragloop.cli.evaluation.questions import EvalQuestion, load_questions
 from ragloop.orchestrator.application.policy import server_policy
 from ragloop.orchestrator.settings import OrchestratorSettings
@@ -30,19 +34,28 @@ from ragloop.retriever.settings import RetrieverSettings
 DEEPER = (10, 20)
 
 
+@dataclass(frozen=True)
+class Found:
+    """What one search found for a question: the rank (1-based) of the first passage from a
+    gold page, None if none; whether the answer's text is in the passages (``funnel.reach``)."""
+
+    rank: int | None
+    text: bool | None
+
+
 async def gold_ranks(
     milvus_uri: str,
     questions: list[EvalQuestion],
     depths: tuple[int, ...],
     searched: dict[str, str] | None = None,
-) -> dict[int, dict[str, int | None]]:
-    """At each depth, each question's rank (1-based) of the first passage from a gold page among
-    that many retrieved, None if none is (searched at each depth: hybrid fusion may rank the
-    first few differently at another). ``searched``: the query to search for a question's id in
-    place of the question (a follow-up's standalone question)."""
+) -> dict[int, dict[str, Found]]:
+    """At each depth, what the search of each question found among that many passages (searched
+    at each depth: hybrid fusion may rank the first few differently at another). ``searched``:
+    the query to search for a question's id in place of the question (a follow-up's standalone
+    question)."""
     policy = server_policy(OrchestratorSettings(), COLLECTION)
     retriever = build_retriever(RetrieverSettings(milvus_uri=milvus_uri))
-    ranks: dict[int, dict[str, int | None]] = {depth: {} for depth in depths}
+    ranks: dict[int, dict[str, Found]] = {depth: {} for depth in depths}
     try:
         for question in questions:
             gold = set(question.gold_sources)
@@ -55,9 +68,11 @@ async def gold_ranks(
                     mode=policy.retrieval_mode,
                 )
                 sources = [document.source for document in found.documents]
-                ranks[depth][question.id] = next(
+                rank = next(
                     (rank for rank, source in enumerate(sources, start=1) if source in gold), None
                 )
+                texts = Evidence.ungraded(document.text for document in found.documents)
+                ranks[depth][question.id] = Found(rank, reach(question, texts)["read"])
     finally:
         retriever.close()
     return ranks
@@ -67,15 +82,21 @@ def found_within(rank: int | None, depth: int) -> bool:
     return rank is not None and rank <= depth
 
 
-def print_recall(questions: list[EvalQuestion], ranks: dict[int, dict[str, int | None]]) -> None:
-    """Questions whose gold page was retrieved, by kind, at each depth."""
+def print_recall(questions: list[EvalQuestion], ranks: dict[int, dict[str, Found]]) -> None:
+    """Questions whose gold page, and whose answer's text, was retrieved, by kind, at each depth
+    (the text is not counted for a yes-no question whose only group is its yes or no)."""
     kinds = sorted({q.kind for q in questions})
-    print("questions with a passage of the gold page among the first N retrieved\n")
-    print("kind          n   " + "  ".join(f"@{depth:<3}" for depth in ranks))
+    print("questions with a passage of the gold page (page) and the answer's text (text) among")
+    print("the first N retrieved\n")
+    print("kind          n   " + "  ".join(f"page@{d:<3} text@{d:<3}" for d in ranks))
     for kind in [*kinds, "all"]:
         mine = [q for q in questions if kind in ("all", q.kind)]
-        found = [sum(found_within(at[q.id], depth) for q in mine) for depth, at in ranks.items()]
-        print(f"{kind:<12}  {len(mine):<3} " + "  ".join(f"{n:<4}" for n in found))
+        cells = []
+        for depth, at in ranks.items():
+            pages = sum(found_within(at[q.id].rank, depth) for q in mine)
+            texts = sum(at[q.id].text is True for q in mine)
+            cells.append(f"{pages:<8} {texts:<8}")
+        print(f"{kind:<12}  {len(mine):<3} " + "  ".join(cells))
 
 
 def standalone_questions(rows: list[dict[str, Any]]) -> dict[str, str]:
@@ -88,13 +109,13 @@ def standalone_questions(rows: list[dict[str, Any]]) -> dict[str, str]:
     }
 
 
-def print_misses(rows: list[dict[str, Any]], ranks: dict[str, int | None], top_k: int) -> None:
+def print_misses(rows: list[dict[str, Any]], found: dict[str, Found], top_k: int) -> None:
     print(f"\nanswers not right, by whether the gold page was among the first {top_k}\n")
     print("system    verdict   page found  not found")
     counts: Counter[tuple[str, str, bool]] = Counter()
     for row in rows:
-        if row["id"] in ranks and row["verdict"] in ("wrong", "missing"):
-            counts[row["system"], row["verdict"], found_within(ranks[row["id"]], top_k)] += 1
+        if row["id"] in found and row["verdict"] in ("wrong", "missing"):
+            counts[row["system"], row["verdict"], found_within(found[row["id"]].rank, top_k)] += 1
     for system, verdict in sorted({(s, v) for s, v, _ in counts}):
         found, lost = counts[system, verdict, True], counts[system, verdict, False]
         print(f"{system:<9} {verdict:<9} {found:<11} {lost}")

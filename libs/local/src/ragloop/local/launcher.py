@@ -41,6 +41,13 @@ ORCHESTRATOR = "orchestrator"
 REPLICA_PORT_STEP = 10  # replica i of a stage listens on its port + 10·i (50052, 50062, …)
 
 
+def corpus_files(corpus: Path) -> list[tuple[str, str]]:
+    """Every .md/.txt file under ``corpus`` as (source, text), the source its path from the
+    folder's parent (``docs/storage.md``): what ``make run`` ingests."""
+    files = sorted(p for p in corpus.rglob("*") if p.suffix in CORPUS_SUFFIXES and p.is_file())
+    return [(p.relative_to(corpus.parent).as_posix(), p.read_text(encoding="utf-8")) for p in files]
+
+
 def default_stage_ports() -> dict[str, int]:
     return {spec.name.value: spec.port for spec in STAGE_SPECS}
 
@@ -378,16 +385,9 @@ class Stack:
 
     def ingest_directory(self, corpus: Path) -> int:
         """Ingest every .md/.txt file under ``corpus`` via the REST API; return chunks written."""
-        files = sorted(p for p in corpus.rglob("*") if p.suffix in CORPUS_SUFFIXES and p.is_file())
-        if not files:
+        documents = [{"source": s, "text": t} for s, t in corpus_files(corpus)]
+        if not documents:
             raise StartupError(f"no .md or .txt files under {corpus}")
-        documents = [
-            {
-                "source": p.relative_to(corpus.parent).as_posix(),
-                "text": p.read_text(encoding="utf-8"),
-            }
-            for p in files
-        ]
         response = httpx.post(
             f"{self.config.base_url}/v1/documents", json={"documents": documents}, timeout=600
         )
