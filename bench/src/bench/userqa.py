@@ -158,6 +158,7 @@ def userqa_figures(records: Mapping[str, list[EvalRecord]]) -> dict[str, Any]:
     answers as a share of the ceiling's, over those questions."""
     figures: dict[str, Any] = {}
     by_kind: dict[str, Any] = {}
+    funnels: dict[str, Any] = {}
     for system, system_records in records.items():
         result = summary(system_records)
         overall = result[ALL]
@@ -173,6 +174,13 @@ def userqa_figures(records: Mapping[str, list[EvalRecord]]) -> dict[str, Any]:
         figures[f"userqa_spurious_leads_{system}"] = overall["spurious_leads"]
         figures[f"userqa_repeated_{system}"] = overall["repeated"]
         figures[f"userqa_cut_off_{system}"] = overall["cut_off"]
+        lost = overall["funnel"]
+        if lost["read"] is not None:  # the answer's text in front of the writer
+            figures[f"userqa_text_reached_{system}"] = _ratio(lost["read"], lost["answerable"])
+        figures[f"userqa_refused_with_text_{system}"] = _ratio(
+            lost["refused_with_text"], lost["answerable"]
+        )
+        funnels[system] = lost
         by_kind[system] = result["by_kind"]
     for first, second, prefix, _ in PAIRS:
         if first in records and second in records:
@@ -184,6 +192,7 @@ def userqa_figures(records: Mapping[str, list[EvalRecord]]) -> dict[str, Any]:
         if RAGLOOP in records:
             figures["userqa_ragloop_of_ceiling"] = _ratio(right, ceiling_right)
     figures["userqa_by_kind"] = by_kind
+    figures["userqa_funnel"] = funnels
     return figures
 
 

@@ -131,3 +131,22 @@ def test_the_figures_hold_the_reading_ceiling_calls_and_ragloop_against_stuffed(
     shown = render(records)
     assert "ragloop right 1 of 2 answerable = 0.50 × the reading ceiling (2 of 2)" in shown
     assert "ragloop vs stuffed (plain RAG): 2 wins, 1 losses" in shown
+
+
+def test_the_figures_hold_where_the_answers_were_lost() -> None:
+    seen = {"retrieved": True, "passed": True, "read": True}
+    answered = EvalAnswer("Port 80.", 1.0, reach=seen)
+    refused = EvalAnswer(NO_ANSWER, 1.0, reach=seen, refused_by="support")
+    records = {
+        RAGLOOP: [
+            EvalRecord(PORT, answered, score(PORT, answered.text)),
+            EvalRecord(WAL, refused, score(WAL, refused.text)),
+        ],
+        SINGLE: [made(PORT, "9090 [1].")],  # shows no passages
+    }
+    figures = userqa_figures(records)
+    assert figures["userqa_text_reached_ragloop"] == 1.0
+    assert figures["userqa_refused_with_text_ragloop"] == 0.5  # 1 of the 2 answerable
+    assert figures["userqa_funnel"]["ragloop"]["lost"]["written_wrong"] == 1
+    assert figures["userqa_funnel"]["ragloop"]["refused_by"] == {"support": 1}
+    assert "userqa_text_reached_single" not in figures

@@ -8,6 +8,7 @@ from ragloop.core.answers import cut_off_sentences, repeated_sentences
 from ragloop.core.domain import Citation, Document
 from ragloop.generator.citations import best_quote, compose_answer
 from ragloop.generator.draft import AnswerSentence, DraftAnswer
+from ragloop.generator.leads import without_lead
 from ragloop.generator.prompts import MAX_SENTENCE_CHARS
 
 DOCS = [
@@ -239,3 +240,22 @@ def test_a_sentence_stopped_inside_a_bracket_ends_before_it() -> None:
         "Only counters (floats and histograms) work. [1]"
     )
     assert cut_off_sentences(checked.text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        (
+            "Yes, Prometheus can evaluate them in parallel.",
+            "Prometheus can evaluate them in parallel.",
+        ),
+        ("No: the WAL is compressed.", "The WAL is compressed."),
+        ("Nothing is lost.", "Nothing is lost."),
+        ("No data is kept.", "No data is kept."),
+        ("Yes.", "Yes."),
+    ],
+)
+def test_an_answer_to_a_question_that_asks_no_decision_loses_its_yes_or_no(
+    text: str, kept: str
+) -> None:
+    assert without_lead(text) == kept

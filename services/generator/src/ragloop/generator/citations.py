@@ -15,7 +15,7 @@ from ragloop.core.answers import finished_sentence, says_again, sentence_key
 from ragloop.core.domain import Citation, Document
 from ragloop.core.text import content_words, split_sentences
 from ragloop.generator.draft import DraftAnswer
-from ragloop.generator.leads import with_lead
+from ragloop.generator.leads import with_lead, without_lead
 from ragloop.generator.prompts import MAX_SENTENCE_CHARS
 
 _MARKER = re.compile(r"\s*\[(\d+)\]")
@@ -45,11 +45,17 @@ class _Said:
 
 
 def compose_answer(
-    draft: DraftAnswer, documents: list[Document], lead_choices: tuple[str, ...] = ()
+    draft: DraftAnswer,
+    documents: list[Document],
+    lead_choices: tuple[str, ...] = (),
+    *,
+    strip_lead: bool = True,
 ) -> CheckedAnswer:
     """Join the sentences, each followed by its valid citation markers; keep one citation per
     cited passage, in order of first use, quoting the passage sentence closest to its claims. The
-    text begins with the draft's lead, where it has one (among ``lead_choices``)."""
+    text begins with the draft's lead, where it has one (among ``lead_choices``); without a
+    decision, a yes, no or maybe the model began with is dropped (``strip_lead``: the user's
+    instructions may ask for one in words no decision was read from)."""
     said: list[_Said] = []
     claims: dict[int, list[str]] = {}
     removed: list[int] = []
@@ -89,4 +95,6 @@ def compose_answer(
     text = " ".join(parts)
     if draft.lead and text:
         text = with_lead(draft.lead, text, lead_choices)
+    elif strip_lead and not lead_choices:
+        text = without_lead(text)
     return CheckedAnswer(text, citations, removed, uncited, round(risk, 4))

@@ -46,3 +46,18 @@ def with_lead(lead: str, text: str, choices: tuple[str, ...] = ()) -> str:
         rest = text[first.end() :]
         text = rest[0].upper() + rest[1:]
     return f"{lead[:1].upper()}{lead[1:]}. {text}"
+
+
+# A yes, no or maybe at the start, closed by punctuation ("Yes, Prometheus can …").
+_SPURIOUS_LEAD = re.compile(r"^[\W_]*(?:yes|no|maybe)\s*[,.:;!—–-]+\s*", re.IGNORECASE)
+
+
+def without_lead(text: str) -> str:
+    """``text`` without the yes, no or maybe it begins with: the answer to a question that asks
+    neither (a free-text writer answers "Can you explain how …?" with "Yes, …"). A sentence that
+    is the lead alone stays."""
+    match = _SPURIOUS_LEAD.match(text)
+    if match is None or match.end() >= len(text):
+        return text
+    rest = text[match.end() :]
+    return rest[0].upper() + rest[1:]

@@ -143,9 +143,8 @@ class ModelGenerator:
         messages = self._messages(question, documents, instructions, lead)
         if self._format is AnswerFormat.TEXT:
             text_reply = await self._model.complete(messages, max_tokens=self._max_tokens)
-            answer = self._answer(
-                question, self._parsed_text(text_reply, documents), documents, lead
-            )
+            parsed = self._parsed_text(text_reply, documents)
+            answer = self._answer(question, parsed, documents, lead, instructions)
             return await self._checked_answer(question, answer, documents, lead)
         reply = await complete_structured(
             self._model,
@@ -155,7 +154,7 @@ class ModelGenerator:
             max_tokens=self._max_tokens,
         )
         return await self._checked_answer(
-            question, self._answer(question, reply, documents, lead), documents, lead
+            question, self._answer(question, reply, documents, lead, instructions), documents, lead
         )
 
     async def generate_stream(
@@ -196,7 +195,13 @@ class ModelGenerator:
             assert text_reply is not None, "a model's stream always ends with its reply"
             answer = await self._checked_answer(
                 question,
-                self._answer(question, self._parsed_text(text_reply, documents), documents, lead),
+                self._answer(
+                    question,
+                    self._parsed_text(text_reply, documents),
+                    documents,
+                    lead,
+                    instructions,
+                ),
                 documents,
                 lead,
             )
@@ -226,7 +231,7 @@ class ModelGenerator:
                     restart = False
         assert reply is not None, "stream_structured always ends with its reply"
         answer = await self._checked_answer(
-            question, self._answer(question, reply, documents, lead), documents, lead
+            question, self._answer(question, reply, documents, lead, instructions), documents, lead
         )
         if without_markers(shown) != without_markers(answer.text):
             yield AnswerDelta(answer.text, restart=bool(shown))
@@ -323,7 +328,7 @@ class ModelGenerator:
                 )
         if self._support_threshold > 0:
             support, usage = await self._yes_probability(
-                support_messages(question, cited, text), usage
+                support_messages(question, documents, text), usage
             )
             if support is not None and support < self._support_threshold:
                 log.info("answer refused: its sources do not state it", extra={"support": support})
@@ -377,6 +382,7 @@ class ModelGenerator:
         reply: StructuredReply[DraftAnswer],
         documents: list[Document],
         lead: _Lead,
+        instructions: str,
     ) -> Answer:
         draft, usage = reply.value, lead.usage + reply.usage
         if draft is not None and lead.word is not None:
@@ -387,7 +393,9 @@ class ModelGenerator:
             if dated := dated_choice(question, lead.choices, sentences, passages):
                 draft = replace(draft, lead=dated)
         checked = (
-            compose_answer(draft, documents, lead.choices) if draft and draft.answerable else None
+            compose_answer(draft, documents, lead.choices, strip_lead=not instructions)
+            if draft and draft.answerable
+            else None
         )
         if checked is None or not checked.text:  # no sentences, or citation markers only
             if lead.word is not None:  # a decision asked for is given, said to be unstated
