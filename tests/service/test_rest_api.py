@@ -123,6 +123,7 @@ def test_ingest_then_query_an_empty_round_without_rewrites(api: httpx.Client) ->
     assert (body["removed_citations"], body["uncited_sentences"]) == ([], 0)
     assert body["hallucination_risk"] == 0.0
     assert body["support"] is None and body["answer_match"] is None  # a refusal is not checked
+    assert body["refused_by"] == "nothing_passed"
     assert body["lead_probabilities"] == {}  # no lead was asked for
     assert body["query"] == {
         "original": "What is sourdough?",

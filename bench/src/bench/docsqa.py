@@ -23,12 +23,12 @@ from typing import Any
 from bench.common import RESULTS_DIR, ROOT, cache_dir, read_results, start_long_run, write_results
 from bench.compare import provenance
 from bench.comparison.services import ragloop_stack, shared_milvus
-from bench.userqa import RunsFile, by_kind_in_turn, records_of
+from bench.userqa import RunsFile, by_kind_in_turn, record_answers, records_of
 from bench.userqa_systems import RAGLOOP
 from ragloop.cli.client import Api
 from ragloop.cli.evaluation.questions import EvalQuestion, load_questions
 from ragloop.cli.evaluation.report import ALL, summary, table
-from ragloop.cli.evaluation.runner import EvalRecord, RestAnswerer, evaluate
+from ragloop.cli.evaluation.runner import EvalRecord, RestAnswerer
 from ragloop.core.domain import SourceDocument
 from ragloop.local.launcher import corpus_files
 from ragloop.local.models import DEFAULT_MODEL
@@ -59,18 +59,8 @@ def measure(questions: list[EvalQuestion], runs: RunsFile) -> None:
         Api(stack.base_url) as api,
     ):
         print(f"ragloop at {stack.base_url}", flush=True)
-        answerer = RestAnswerer(api, COLLECTION)
-        for done, question in enumerate(todo, start=1):
-            (record,) = evaluate([question], answerer, failure=str)
-            runs.append(
-                {"system": RAGLOOP, **record.as_json(), **recorded, "date": str(date.today())}
-            )
-            answer = " ".join(record.answer.text.split())[:90]
-            print(
-                f"  [{done}/{len(todo)}] {question.id}: {record.scored.verdict.value}, "
-                f"{record.answer.seconds:.1f} s {answer!r}",
-                flush=True,
-            )
+        answerers = {RAGLOOP: RestAnswerer(api, COLLECTION)}
+        record_answers([(question, RAGLOOP) for question in todo], answerers, runs, recorded)
 
 
 def docsqa_figures(records: list[EvalRecord]) -> dict[str, Any]:

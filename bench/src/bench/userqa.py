@@ -54,7 +54,7 @@ from bench.userqa_systems import (
 )
 from ragloop.cli.evaluation.questions import EvalQuestion, load_questions
 from ragloop.cli.evaluation.report import ALL, summary, table
-from ragloop.cli.evaluation.runner import EvalAnswer, EvalRecord, evaluate
+from ragloop.cli.evaluation.runner import Answerer, EvalAnswer, EvalRecord, evaluate
 from ragloop.cli.evaluation.scoring import POINTS, Verdict, score
 from ragloop.core.domain import SourceDocument
 from ragloop.local.models import QWEN_CODER_1_5B
@@ -246,17 +246,26 @@ def measure(args: argparse.Namespace, questions: list[EvalQuestion], runs: RunsF
         answerers = {
             system: opened.enter_context(answerer_of(system, served, pages)) for system in systems
         }
-        for done, (question, system) in enumerate(todo, start=1):
-            (record,) = evaluate([question], answerers[system], failure=str)
-            runs.append(
-                {"system": system, **record.as_json(), **recorded, "date": str(date.today())}
-            )
-            answer = " ".join(record.answer.text.split())[:90]
-            print(
-                f"  [{done}/{len(todo)}] {question.id} {system}: {record.scored.verdict.value}, "
-                f"{record.answer.seconds:.1f} s {answer!r}",
-                flush=True,
-            )
+        record_answers(todo, answerers, runs, recorded)
+
+
+def record_answers(
+    todo: list[tuple[EvalQuestion, str]],
+    answerers: Mapping[str, Answerer],
+    runs: RunsFile,
+    recorded: Mapping[str, Any],
+) -> None:
+    """Each (question, system) answered by the system's answerer and appended to ``runs`` as it
+    ends, with what the answers were made with (``recorded``), a progress line each."""
+    for done, (question, system) in enumerate(todo, start=1):
+        (record,) = evaluate([question], answerers[system], failure=str)
+        runs.append({"system": system, **record.as_json(), **recorded, "date": str(date.today())})
+        answer = " ".join(record.answer.text.split())[:90]
+        print(
+            f"  [{done}/{len(todo)}] {question.id} {system}: {record.scored.verdict.value}, "
+            f"{record.answer.seconds:.1f} s {answer!r}",
+            flush=True,
+        )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -58,12 +58,12 @@ class GeneratorSettings(ChatModelSettings):
         ge=0.0,
         le=1.0,
         description="Once an answer is written, one scored call asks whether the passages it "
-        "cites state it; below this probability of yes the answer becomes the refusal (0: no "
-        "check). Answers that lead with a decision (asked for by the instructions, between two "
-        "candidates the question names, or yes or no where the question asks it) are not "
-        "checked. "
-        "Calibrated on SQuAD 2.0 and two-hop dev questions with the 1.5B model "
-        "(docs/decisions/0008-answer-support-check.md, 0013-filling-the-context.md).",
+        "was written from state it; below this probability of yes the answer becomes the "
+        "refusal (0: no check). Answers that lead with a decision (asked for by the "
+        "instructions, between two candidates the question names, or yes or no where the "
+        "question asks it) are not checked. Chosen by right minus wrong on userqa with the "
+        "two-hop guard held, with the 1.5B model "
+        "(docs/decisions/0027-answers-in-plain-text.md; first 0008-answer-support-check.md).",
     )
     generator_answer_match_threshold: float = Field(
         DEFAULT_ANSWER_MATCH_THRESHOLD,
@@ -72,7 +72,8 @@ class GeneratorSettings(ChatModelSettings):
         description="Once an answer is written, one scored call asks whether its text answers "
         "the question at all (without the passages); below this probability of yes the answer "
         "becomes the refusal (0: no check). Made before the support check, and for the same "
-        "answers; without log-probabilities (Ollama before 0.12.11) it refuses nothing. "
-        "Calibrated on SQuAD 2.0 and two-hop dev questions with the 1.5B model "
-        "(docs/decisions/0019-answer-match-check.md).",
+        "answers; without log-probabilities (Ollama before 0.12.11) it refuses nothing. Off by "
+        "default: on plain-text answers its figure separated nothing "
+        "(docs/decisions/0027-answers-in-plain-text.md; it was 0.2 for JSON sentences, "
+        "0019-answer-match-check.md).",
     )

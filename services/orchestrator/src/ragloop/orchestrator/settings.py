@@ -150,8 +150,10 @@ class OrchestratorSettings(
         description="The generator is called only when the most confident passed passage's "
         "grade reaches this confidence (the scored grader's probability of relevance); below it "
         "the round counts as unanswered: rewritten while attempts remain, else the honest "
-        "refusal (0: always answer). Not for a request whose instructions ask for a decision "
-        '("Begin your answer with yes or no."): that is weighed from the passages found.',
+        "refusal (0, the default: whenever a passage passed; the answer is then refused on "
+        "what was written, docs/decisions/0027-answers-in-plain-text.md). Not for a request "
+        'whose instructions ask for a decision ("Begin your answer with yes or no."): that is '
+        "weighed from the passages found.",
     )
     answer_match_after_refusal: float = Field(
         defaults.DEFAULT_ANSWER_MATCH_AFTER_REFUSAL,

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-# The generator is called only when the most confident passed passage reaches this confidence:
-# below it, the grader's own doubt says the passages hardly hold the answer, and an answer from
-# them is more often invented than right (SQuAD 2.0 dev, docs/decisions/0003; 0.65 by right minus
-# wrong on userqa and SQuAD dev, docs/decisions/0025). The round counts as unanswered (a rewrite
-# may find better). A grader whose confidence is a verdict (1.0) always reaches it.
-DEFAULT_ANSWER_MIN_CONFIDENCE = 0.65
+# The generator is called only when the most confident passed passage reaches this confidence
+# (0: whenever a passage passed). Off since the answer is refused on what was written (the
+# support check): with plain-text answers a floor refused right two-hop bridges, whose passages
+# the grader doubts one by one (docs/decisions/0027; it was 0.65, decisions 0003, 0025). Below it
+# the round counts as unanswered (a rewrite may find better).
+DEFAULT_ANSWER_MIN_CONFIDENCE = 0.0
 # An answer written after a round's answer was refused stands only when the generator's
 # answer-match check gives it at least this probability of answering the question; below it, the
 # refusal stands. First answers keep the generator's own, lower bar, which two-hop answers need
