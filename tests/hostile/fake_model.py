@@ -14,7 +14,8 @@ class SchemaShapedChatModel:
     """Replies by the JSON schema's fields: a grade (as ``relevant`` says, else relevant when
     the prompt's length is even, so that some passages pass and some do not), a batch of
     grades, a rewrite that is new every time (so the loop does not end on a circular rewrite at
-    once), or a one-sentence answer citing the first passage. Records every prompt."""
+    once), or a one-sentence answer citing the first passage (JSON, or plain text where no
+    schema is given: the generator's default format). Records every prompt."""
 
     name = "fake:schema-shaped"
 
@@ -33,7 +34,10 @@ class SchemaShapedChatModel:
         self.calls += 1
         prompt = "\n".join(m.content for m in messages)
         self.prompts.append(prompt)
-        reply = json.dumps(self._reply(json_schema or {}, prompt))
+        if json_schema is None:
+            reply = "The first passage says so. [1]"
+        else:
+            reply = json.dumps(self._reply(json_schema, prompt))
         return ChatReply(reply, prompt_tokens=len(prompt) // 4, completion_tokens=len(reply) // 4)
 
     async def stream(

@@ -56,17 +56,20 @@ def test_answers_from_the_right_document_with_a_citation(stack: Stack) -> None:
     path = body["workflow"]["decision_path"]
     assert path[:2] == ["retrieve", "grade"] and path[-1] == "generate"
     assert body["grounded"], body["answer"]
-    # The answer's wording is the small local model's (it often restates a passage's first
-    # line); what this test pins is that the loop found, passed and cited the right document.
-    assert "docs/storage.md" in {c["source"] for c in body["citations"]}
+    print("\nanswer:", body["answer"])
+    # The answer's wording is the small local model's; what this test pins is that the loop
+    # found, passed and cited a passage that states the fact, and the answer names it.
+    assert "retriever" in body["answer"].lower()
     cited = {c["document_id"] for c in body["citations"]}
     passages = {d["id"]: d["text"] for d in body["retrieval"]["documents"]}
-    # Cited passages from the last round are in the response; one of them holds the fact.
+    # Cited passages from the last round are in the response. The fact is in docs/storage.md,
+    # and docs/api.md's example conversation says it too.
     shown = [passages[i] for i in cited if i in passages]
-    assert not shown or any("retriever owns the data directory" in text for text in shown)
+    assert "docs/storage.md" in {c["source"] for c in body["citations"]} or any(
+        "retriever owns the data directory" in text for text in shown
+    )
     nodes = body["workflow"]["node_executions"]
     assert all(n["status"] == "ok" and n["duration_ms"] >= 0 for n in nodes)
-    print("\nanswer:", body["answer"])
     print("decision path:", " → ".join(path), "| outcome:", body["workflow"]["outcome"])
     for n in nodes:
         print(f"  {n['node']:<9} round {n['round']}  {n['duration_ms']:>8.1f} ms")

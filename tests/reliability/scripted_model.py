@@ -1,7 +1,7 @@
 """A chat model server for the fault tests: OpenAI's ``/v1/chat/completions`` on 127.0.0.1 (what
-llama-server speaks), answering every stage's JSON schema at once with a valid reply (streamed
-when asked), so the stage processes run their real code while the test decides when a stage's
-model call ends.
+llama-server speaks), answering every stage's JSON schema (and the generator's plain-text prompt)
+at once with a valid reply (streamed when asked), so the stage processes run their real code while
+the test decides when a stage's model call ends.
 
 The stage is told by the reply schema it asks for, a one-token scored call by its system
 message (the grader's, or the generator's answer-match and support checks and lead). A grader
@@ -22,6 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ragloop.generator.prompts import ANSWER_MATCH_SYSTEM, LEAD_SYSTEM, SUPPORT_SYSTEM
+from ragloop.generator.text_answer import TEXT_SYSTEM
 
 NOT_RELEVANT = "NOT_RELEVANT"
 # The generator's one-token calls (the answer-match and support checks, a decision's lead) ask
@@ -104,6 +105,8 @@ class ScriptedModel:
         if "answerable" in fields:
             sentence = {"source": 1, "text": "The first passage answers it."}
             return "generator", {"answerable": True, "sentences": [sentence]}
+        if not schema and TEXT_SYSTEM in prompt:  # the generator's default, plain-text answer
+            return "generator", {"text": "The first passage answers it. [1]"}
         return None
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
@@ -162,9 +165,12 @@ class ScriptedModel:
 
 
 def _completion(reply: dict[str, Any]) -> dict[str, Any]:
-    """The chat completion of a scripted reply: a JSON object, or one ``token`` with OpenAI's
-    log-probabilities (a sure answer: the other word far behind)."""
+    """The chat completion of a scripted reply: plain ``text``, a JSON object, or one ``token``
+    with OpenAI's log-probabilities (a sure answer: the other word far behind)."""
     usage = {"prompt_tokens": 10, "completion_tokens": 5}
+    if "text" in reply:
+        message = {"role": "assistant", "content": reply["text"]}
+        return {"choices": [{"message": message}], "usage": usage}
     if "token" not in reply:
         message = {"role": "assistant", "content": json.dumps(reply)}
         return {"choices": [{"message": message}], "usage": usage}

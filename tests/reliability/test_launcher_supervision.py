@@ -50,7 +50,6 @@ BODY = {"query": QUESTION, "time_budget_s": 60}
 LAUNCHER_ENV = {
     "RAGLOOP_METRICS_PORT": "0",  # no fixed stage metrics ports beside other stacks
     # Short answers, so that a query takes seconds with the 1.5B model on two cores.
-    "RAGLOOP_GENERATOR_ANSWER_FORMAT": "text",
     "RAGLOOP_GENERATOR_MAX_TOKENS": "48",
     "RAGLOOP_LOG_JSON": "true",
 }
