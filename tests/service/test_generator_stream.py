@@ -21,6 +21,7 @@ from ragloop.core.grpc import convert
 from ragloop.generator.__main__ import build_spec
 from ragloop.generator.prompts import INSTRUCTIONS_LABEL
 from ragloop.generator.settings import GeneratorSettings
+from ragloop.generator.stage import AnswerFormat
 from ragloop.local.processes import free_port
 from ragloop.orchestrator.stages.clients import RemoteGenerator
 from ragloop.v1 import generator_pb2, generator_pb2_grpc
@@ -74,15 +75,13 @@ async def test_tokens_come_first_and_the_answer_is_what_generate_answer_returns(
     assert len(deltas) >= 2 and not any(d.restart for d in deltas)
     assert plain_text("".join(d.text for d in deltas)) == plain_text(answer.answer)
     assert answer.grounded and [c.document_id for c in answer.citations] == ["storage-0"]
-    # the answer, then its answer-match and support checks (which the real model's answer passed)
-    assert answer.usage.calls == 3 and answer.usage.completion_tokens > 0
-    # The checks' figures of the second request differ in their last digits (the answer-match
-    # check's by a few hundredths): llama-server evaluates a prompt it holds in its prefix cache
-    # along another numerical path.
-    for check, tolerance in (("support", 0.01), ("answer_match", 0.05)):
-        assert getattr(unary, check) == pytest.approx(getattr(answer, check), abs=tolerance)
-        answer.ClearField(check)
-        unary.ClearField(check)
+    # the answer, then its support check (which the real model's answer passed)
+    assert answer.usage.calls == 2 and answer.usage.completion_tokens > 0
+    # The check's figure of the second request differs by a few hundredths: llama-server
+    # evaluates a prompt it holds in its prefix cache along another numerical path.
+    assert unary.support == pytest.approx(answer.support, abs=0.05)
+    answer.ClearField("support")
+    unary.ClearField("support")
     assert answer == unary
 
 
@@ -99,7 +98,7 @@ async def test_the_real_model_chooses_the_lead_in_a_scored_call_and_the_answer_b
     settings = GeneratorSettings(llamacpp_url=llama_url)
     deltas, answer = split(await stream_events(settings, request))
 
-    assert answer.answer.split(maxsplit=1)[0].strip(".,").lower() in ("yes", "no")
+    assert answer.answer.split(maxsplit=1)[0].strip(".,:;").lower() in ("yes", "no")
     assert answer.citations, "the decision comes with the cited sentences it rests on"
     assert plain_text(text_since_last_restart(deltas)) == plain_text(answer.answer)
     assert answer.usage.calls == 2  # the scored lead, then the answer
@@ -141,7 +140,13 @@ MODEL_REPLY = json.dumps(
 
 
 def openai_settings(url: str, **overrides: object) -> GeneratorSettings:
-    return GeneratorSettings(chat_model="openai:any", openai_url=f"{url}/v1", **overrides)
+    """The generator over the fake OpenAI server, answering in the JSON sentences it replies."""
+    return GeneratorSettings(
+        chat_model="openai:any",
+        openai_url=f"{url}/v1",
+        generator_answer_format=AnswerFormat.JSON,
+        **overrides,
+    )
 
 
 async def test_deltas_reach_the_client_while_the_model_is_still_writing(

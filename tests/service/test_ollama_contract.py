@@ -26,7 +26,7 @@ from ragloop.core.domain import Answer, AnswerDelta, Document
 from ragloop.core.errors import DependencyUnavailable
 from ragloop.core.models import ChatMessage, ChatModel, ChatReply, make_chat_model, make_embedder
 from ragloop.generator.prompts import ANSWER_SCHEMA
-from ragloop.generator.stage import ModelGenerator
+from ragloop.generator.stage import AnswerFormat, ModelGenerator
 from ragloop.grader.prompts import GRADE_SCHEMA
 from ragloop.grader.stage import GradingMode, ModelGrader
 from tests.service.retriever_helpers import ingest, retrieve, retriever_stub, source
@@ -207,9 +207,9 @@ async def test_generator_streams_its_answer_over_ollama(ollama_url: str) -> None
     documents = [Document("d1", "The retriever owns the data directory.", "s.md")]
     events = [
         event
-        async for event in ModelGenerator(ollama_model(ollama_url)).generate_stream(
-            "Who owns the data directory?", documents
-        )
+        async for event in ModelGenerator(
+            ollama_model(ollama_url), answer_format=AnswerFormat.JSON, answer_match_threshold=0.2
+        ).generate_stream("Who owns the data directory?", documents)
     ]
 
     *deltas, answer = events
