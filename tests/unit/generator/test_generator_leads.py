@@ -366,10 +366,10 @@ async def test_without_a_scored_word_a_plain_text_answer_is_told_to_begin_with_y
 async def test_the_callers_decision_stands_for_the_generators_own_reading() -> None:
     # The loop read no decision (say, a request): the generator takes none, though the question
     # alone would read as yes or no, and makes no scored lead call.
-    model = ScriptedChatModel([answer_reply("Monks founded Arden.")])
+    model = ScriptedChatModel([answer_reply("Monks founded Arden in 1120.")])
     generator = json_generator(model, support_threshold=0, answer_match_threshold=0)
     answer = await generator.generate(YES_NO_QUESTION, TWO_SOURCES, decision=Decision())
-    assert answer.text == "Monks founded Arden. [1]"
+    assert answer.text == "Monks founded Arden in 1120. [1]"
     (answer_call,) = model.calls
     assert answer_call.max_tokens != 1
 

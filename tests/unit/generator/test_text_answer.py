@@ -118,3 +118,9 @@ async def test_a_streamed_refusal_cut_short_is_replaced_by_the_whole_one() -> No
 
 def test_text_is_the_default_format() -> None:
     assert ModelGenerator(ScriptedChatModel([]))._format is AnswerFormat.TEXT
+
+
+async def test_an_answer_that_only_restates_the_question_is_refused() -> None:
+    answer, _ = await generate("Normandy is where Normandy is [1].")
+    assert answer.text == NO_ANSWER and answer.refused_by == "restated"
+    assert not answer.grounded and answer.citations == []

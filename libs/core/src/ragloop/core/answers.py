@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ragloop.core.text import split_sentences
+from ragloop.core.text import content_words, split_sentences
 
 NO_ANSWER = "The sources do not contain the answer to this question."
 
@@ -49,6 +49,14 @@ def without_markers(answer: str) -> str:
 def has_marker(text: str) -> bool:
     """Whether the text holds a citation marker such as [2]."""
     return _MARKER.search(text) is not None
+
+
+def restates(question: str, answer: str) -> bool:
+    """Whether the answer says no word the question did not ("The process owns the data
+    directory." for "Which process owns the data directory?"): a small model's way of writing
+    something when it found nothing to say."""
+    said = content_words(without_markers(answer))
+    return bool(said) and said <= content_words(question)
 
 
 def is_refusal(answer: str) -> bool:

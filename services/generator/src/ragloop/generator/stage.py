@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from ragloop.core.answers import NO_ANSWER, without_markers
+from ragloop.core.answers import NO_ANSWER, restates, without_markers
 from ragloop.core.domain import Answer, AnswerDelta, Document, ModelUsage
 from ragloop.core.leads import Decision, requested_decision
 from ragloop.core.models import ChatMessage, ChatModel, ChatReply
@@ -397,6 +397,10 @@ class ModelGenerator:
             if draft and draft.answerable
             else None
         )
+        restated = checked is not None and checked.text and restates(question, checked.text)
+        if restated and not lead.choices:
+            log.info("answer refused: it only restates the question")
+            return Answer(NO_ANSWER, [], grounded=False, usage=usage, refused_by=Refusal.RESTATED)
         if checked is None or not checked.text:  # no sentences, or citation markers only
             if lead.word is not None:  # a decision asked for is given, said to be unstated
                 return Answer(
