@@ -103,20 +103,31 @@ class InProcessAnswerer:
         raise NotImplementedError
 
 
+@dataclass
+class RetrievingAnswerer(InProcessAnswerer):
+    """A system that hands its writer the retriever's passages."""
+
+    retrieval: Retrieval = field(kw_only=True)
+
+    async def _retrieved(self, question: EvalQuestion) -> list[Document]:
+        """The retriever's passages for the question, kept as what the writer read."""
+        documents = await self.retrieval.passages(question.question)
+        self.last_passages = [document.text for document in documents]
+        return documents
+
+
 def _seconds_since(clock: float) -> float:
     return round(time.perf_counter() - clock, 3)
 
 
 @dataclass
-class UngradedAnswerer(InProcessAnswerer):
+class UngradedAnswerer(RetrievingAnswerer):
     """The retriever's passages to ragloop's generator stage: its reply and checks."""
 
-    retrieval: Retrieval = field(kw_only=True)
     generator: Generator = field(kw_only=True)
 
     async def _answer(self, question: EvalQuestion, clock: float) -> EvalAnswer:
-        documents = await self.retrieval.passages(question.question)
-        self.last_passages = [document.text for document in documents]
+        documents = await self._retrieved(question)
         answer = await self.generator.generate(question.question, documents)
         checks = {"support": answer.support, "answer_match": answer.answer_match}
         return EvalAnswer(
@@ -142,15 +153,13 @@ class PlainModel:
 
 
 @dataclass
-class StuffedAnswerer(InProcessAnswerer):
+class StuffedAnswerer(RetrievingAnswerer):
     """Plain RAG: the retriever's passages in one free-text prompt."""
 
-    retrieval: Retrieval = field(kw_only=True)
     model: PlainModel = field(kw_only=True)
 
     async def _answer(self, question: EvalQuestion, clock: float) -> EvalAnswer:
-        documents = await self.retrieval.passages(question.question)
-        self.last_passages = [document.text for document in documents]
+        documents = await self._retrieved(question)
         passages = [(document.source, document.text) for document in documents]
         messages = stuffed_messages(question.question, passages, question.history)
         text, calls = await self.model.reply(messages)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from ragloop.core.answers import LEAD_WORDS
+
 YES, NO = "yes", "no"
 # Calibrated on PubMedQA dev questions with the default model (docs/decisions/0004).
 DEFAULT_LEAD_YES_THRESHOLD = 0.8
@@ -49,7 +51,7 @@ def with_lead(lead: str, text: str, choices: tuple[str, ...] = ()) -> str:
 
 
 # A yes, no or maybe at the start, closed by punctuation ("Yes, Prometheus can …").
-_SPURIOUS_LEAD = re.compile(r"^[\W_]*(?:yes|no|maybe)\s*[,.:;!—–-]+\s*", re.IGNORECASE)
+_SPURIOUS_LEAD = re.compile(rf"^[\W_]*(?:{'|'.join(LEAD_WORDS)})\s*[,.:;!—–-]+\s*", re.IGNORECASE)
 
 
 def without_lead(text: str) -> str:
