@@ -124,3 +124,14 @@ async def test_an_answer_that_only_restates_the_question_is_refused() -> None:
     answer, _ = await generate("Normandy is where Normandy is [1].")
     assert answer.text == NO_ANSWER and answer.refused_by == "restated"
     assert not answer.grounded and answer.citations == []
+
+
+async def test_an_answer_that_names_what_no_passage_names_is_refused() -> None:
+    answer, _ = await generate("Normandy is set with the `--region` flag [1].")
+    assert answer.text == NO_ANSWER and answer.refused_by == "unsourced_name"
+    assert not answer.grounded and answer.citations == []
+
+
+async def test_a_sentence_that_only_restates_the_question_is_left_out() -> None:
+    answer, _ = await generate("Normandy is where Normandy is [1]. Normandy is in France [1].")
+    assert answer.text == "Normandy is in France. [1]" and answer.refused_by == ""

@@ -57,6 +57,7 @@ class Refusal(StrEnum):
     OUT_OF_TIME = "out_of_time"  # the time budget ran out before an answer was written
     WRITER = "writer"  # the writer replied that the passages do not hold the answer
     RESTATED = "restated"  # the written answer only restates the question
+    UNSOURCED_NAME = "unsourced_name"  # the answer names a flag, setting or path no passage names
     ANSWER_MATCH = "answer_match"  # the answer-match check: the text does not answer the question
     SUPPORT = "support"  # the support check: the cited passages do not state the answer
     AFTER_REFUSAL = "after_refusal"  # a second answer below the loop's bar after a refusal

@@ -43,6 +43,7 @@ from ragloop.generator.leads import (
     YES,
     chosen_lead,
 )
+from ragloop.generator.named_terms import unfound_names
 from ragloop.generator.prompts import (
     answer_match_messages,
     answer_schema,
@@ -99,6 +100,14 @@ class _Lead:
 
 
 _NO_LEAD = _Lead(None, Decision(), ModelUsage())
+
+
+def _without_restatements(question: str, draft: DraftAnswer) -> DraftAnswer:
+    """The draft without its sentences that only restate the question ("The process owns the
+    Milvus Lite data directory." before "In ragloop the retriever owns it."); unchanged when
+    every sentence does, and the whole answer is refused as restated."""
+    kept = [sentence for sentence in draft.sentences if not restates(question, sentence.text)]
+    return replace(draft, sentences=kept) if kept else draft
 
 
 class ModelGenerator:
@@ -392,6 +401,8 @@ class ModelGenerator:
             passages = (doc.text for doc in documents)
             if dated := dated_choice(question, lead.choices, sentences, passages):
                 draft = replace(draft, lead=dated)
+        if draft is not None and not lead.choices:
+            draft = _without_restatements(question, draft)
         checked = (
             compose_answer(draft, documents, lead.choices, strip_lead=not instructions)
             if draft and draft.answerable
@@ -401,6 +412,14 @@ class ModelGenerator:
         if restated and not lead.choices:
             log.info("answer refused: it only restates the question")
             return Answer(NO_ANSWER, [], grounded=False, usage=usage, refused_by=Refusal.RESTATED)
+        unsourced = checked is not None and unfound_names(
+            checked.text, f"{question}\n{instructions}", (doc.text for doc in documents)
+        )
+        if unsourced:
+            log.info("answer refused: it names what no passage names", extra={"names": unsourced})
+            return Answer(
+                NO_ANSWER, [], grounded=False, usage=usage, refused_by=Refusal.UNSOURCED_NAME
+            )
         if checked is None or not checked.text:  # no sentences, or citation markers only
             if lead.word is not None:  # a decision asked for is given, said to be unstated
                 return Answer(

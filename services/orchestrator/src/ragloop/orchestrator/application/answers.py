@@ -126,9 +126,9 @@ class QueryResponse(BaseModel):
     refused_by: Refusal | Literal[""] = Field(
         default="",
         description="What refused the answer: `nothing_passed`, `answer_floor` or `out_of_time` "
-        "(the loop, before any answer was written), `writer`, `restated`, `answer_match`, "
-        "`support` or `after_refusal` (after one was written); empty when the answer was not "
-        "refused.",
+        "(the loop, before any answer was written), `writer`, `restated`, `unsourced_name`, "
+        "`answer_match`, `support` or `after_refusal` (after one was written); empty when the "
+        "answer was not refused.",
     )
     query: QuerySummary
     rewrite_history: list[RewriteOut]

@@ -1,0 +1,45 @@
+"""The names an answer gives that no passage gives: flags, settings, paths and code, not prose."""
+
+from __future__ import annotations
+
+from ragloop.generator.named_terms import names_in, unfound_names
+
+PASSAGES = [
+    "Pass --web.config.file to enable basic_auth_users. The config lives in prometheus.yml.",
+    "Remote write sends samples to /api/v1/write.",
+]
+
+
+def test_flags_settings_paths_and_code_spans_are_names_and_prose_is_not() -> None:
+    answer = (
+        "Use the `--web.config.file` flag with basic_auth_users in prometheus.yml [1], "
+        "send to /api/v1/write, set `includeSubDomains` and `status`, e.g. as shown. [2]"
+    )
+    assert names_in(answer) == {
+        "--web.config.file",
+        "basic_auth_users",
+        "prometheus.yml",
+        "/api/v1/write",
+        "includeSubDomains",
+        "status",
+    }
+
+
+def test_an_expression_in_code_is_checked_by_the_names_inside_it() -> None:
+    assert names_in("Alert on `rate(http_requests_total[5m]) > 0`.") == {"http_requests_total"}
+
+
+def test_names_the_passages_give_are_found_whatever_their_case() -> None:
+    answer = "Set `--Web.Config.File` and basic_auth_users; remote write goes to /api/v1/write."
+    assert unfound_names(answer, "How do I require a login?", PASSAGES) == []
+
+
+def test_a_name_no_passage_gives_is_unfound_unless_the_question_gives_it() -> None:
+    answer = "Use the `--login` flag of promtool, or the --storage.tsdb.auto-downsample flag."
+    question = "What does --storage.tsdb.auto-downsample do?"
+    assert unfound_names(answer, question, PASSAGES) == ["--login"]
+
+
+def test_commands_in_a_code_block_are_checked() -> None:
+    answer = "Run:\n```bash\npromtool load /path/to/file\n```"
+    assert unfound_names(answer, "How do I load old data?", PASSAGES) == ["/path/to/file"]
