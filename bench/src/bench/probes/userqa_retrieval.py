@@ -1,5 +1,6 @@
-"""`python -m bench.probes.userqa_retrieval [RUNS]`: whether the retriever finds the page that
-holds each userqa answer, and the answer's text (every ``must_include`` group, as ``ragloop
+"""`python -m bench.probes.userqa_retrieval [RUNS] [--docsqa]`: whether the retriever finds the
+page that holds each userqa answer (with ``--docsqa``, each answer of the newcomer's questions
+over ``docs/``), and the answer's text (every ``must_include`` group, as ``ragloop
 eval``'s loss funnel looks for it), without a chat model: minutes, where a run of the loop takes
 an hour.
 
@@ -22,6 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.comparison.services import shared_milvus
+from bench.docsqa import COLLECTION as DOCSQA_COLLECTION
+from bench.docsqa import QUESTIONS as DOCSQA_QUESTIONS
+from bench.docsqa import docs_corpus
 from bench.userqa import DATA, RunsFile, load_corpus
 from bench.userqa_systems import COLLECTION, RAGLOOP
 from ragloop.cli.evaluation.funnel import Evidence, reach
@@ -47,13 +51,14 @@ async def gold_ranks(
     milvus_uri: str,
     questions: list[EvalQuestion],
     depths: tuple[int, ...],
+    collection: str,
     searched: dict[str, str] | None = None,
 ) -> dict[int, dict[str, Found]]:
     """At each depth, what the search of each question found among that many passages (searched
     at each depth: hybrid fusion may rank the first few differently at another). ``searched``:
     the query to search for a question's id in place of the question (a follow-up's standalone
     question)."""
-    policy = server_policy(OrchestratorSettings(), COLLECTION)
+    policy = server_policy(OrchestratorSettings(), collection)
     retriever = build_retriever(RetrieverSettings(milvus_uri=milvus_uri))
     ranks: dict[int, dict[str, Found]] = {depth: {} for depth in depths}
     try:
@@ -64,7 +69,7 @@ async def gold_ranks(
                     (searched or {}).get(question.id, question.question),
                     top_k=depth,
                     similarity_threshold=policy.similarity_threshold_of(1),
-                    collection=COLLECTION,
+                    collection=collection,
                     mode=policy.retrieval_mode,
                 )
                 sources = [document.source for document in found.documents]
@@ -123,17 +128,26 @@ def print_misses(rows: list[dict[str, Any]], found: dict[str, Found], top_k: int
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("runs", nargs="?", type=Path, help="a bench.userqa runs file")
-    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("runs", nargs="?", type=Path, help="a userqa or docsqa runs file")
+    parser.add_argument("--data", type=Path, default=DATA, help="userqa's folder")
+    parser.add_argument(
+        "--docsqa", action="store_true", help="the newcomer's questions over docs/ instead"
+    )
     args = parser.parse_args()
-    questions = [
-        q for q in load_questions(args.data / "questions.jsonl") if q.answerable and q.gold_sources
-    ]
-    top_k = server_policy(OrchestratorSettings(), COLLECTION).top_k
+    if args.docsqa:
+        collection, file = DOCSQA_COLLECTION, DOCSQA_QUESTIONS
+        corpus = {collection: docs_corpus()}
+    else:
+        collection, file = COLLECTION, args.data / "questions.jsonl"
+        corpus = {collection: load_corpus(args.data / "corpus.jsonl")}
+    questions = [q for q in load_questions(file) if q.answerable and q.gold_sources]
+    top_k = server_policy(OrchestratorSettings(), collection).top_k
     rows = RunsFile(args.runs).rows() if args.runs else []
     searched = standalone_questions(rows)
-    with shared_milvus({COLLECTION: load_corpus(args.data / "corpus.jsonl")}) as milvus_uri:
-        ranks = asyncio.run(gold_ranks(milvus_uri, questions, (top_k, *DEEPER), searched))
+    with shared_milvus(corpus) as milvus_uri:
+        ranks = asyncio.run(
+            gold_ranks(milvus_uri, questions, (top_k, *DEEPER), collection, searched)
+        )
     if searched:
         print(f"{len(searched)} follow-ups searched as ragloop's standalone question\n")
     print_recall(questions, ranks)

@@ -46,6 +46,16 @@ def without_markers(answer: str) -> str:
     return " ".join(_MARKER.sub("", answer).split())
 
 
+def marker_numbers(text: str) -> list[int]:
+    """The numbers of the citation markers in ``text``, in order ("a [2] b [1]" → [2, 1])."""
+    return [int(number) for number in _MARKER.findall(text)]
+
+
+def strip_markers(text: str) -> str:
+    """``text`` without its citation markers, white space otherwise kept."""
+    return _MARKER.sub("", text)
+
+
 def has_marker(text: str) -> bool:
     """Whether the text holds a citation marker such as [2]."""
     return _MARKER.search(text) is not None

@@ -8,17 +8,20 @@ answer's hallucination risk.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
-from ragloop.core.answers import finished_sentence, says_again, sentence_key
+from ragloop.core.answers import (
+    finished_sentence,
+    marker_numbers,
+    says_again,
+    sentence_key,
+    strip_markers,
+)
 from ragloop.core.domain import Citation, Document
 from ragloop.core.text import content_words, split_sentences
 from ragloop.generator.draft import DraftAnswer
 from ragloop.generator.leads import with_lead, without_lead
 from ragloop.generator.prompts import MAX_SENTENCE_CHARS
-
-_MARKER = re.compile(r"\s*\[(\d+)\]")
 
 
 def best_quote(passage: str, claim: str) -> str:
@@ -62,8 +65,8 @@ def compose_answer(
     uncited = 0
     for sentence in draft.sentences:
         named = [] if sentence.source is None else [sentence.source]
-        numbers = [*named, *(int(n) for n in _MARKER.findall(sentence.text))]
-        text = finished_sentence(_MARKER.sub("", sentence.text), MAX_SENTENCE_CHARS)
+        numbers = [*named, *marker_numbers(sentence.text)]
+        text = finished_sentence(strip_markers(sentence.text), MAX_SENTENCE_CHARS)
         valid: list[int] = []
         for number in numbers:
             if 1 <= number <= len(documents):
