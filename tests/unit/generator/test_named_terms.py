@@ -43,3 +43,8 @@ def test_a_name_no_passage_gives_is_unfound_unless_the_question_gives_it() -> No
 def test_commands_in_a_code_block_are_checked() -> None:
     answer = "Run:\n```bash\npromtool load /path/to/file\n```"
     assert unfound_names(answer, "How do I load old data?", PASSAGES) == ["/path/to/file"]
+
+
+def test_a_url_is_the_users_address_not_a_name() -> None:
+    answer = "Pass `--web.config.file`; Prometheus is then at `http://example.com/prometheus/`."
+    assert unfound_names(answer, "How do I serve it under a sub-path?", PASSAGES) == []

@@ -38,7 +38,11 @@ def names_in(answer: str) -> set[str]:
     """The names ``answer`` gives, as written (citation markers and code fences left out)."""
     text = _FENCE.sub(" ", without_markers(answer))
     spans = (span.strip() for span in _CODE_SPAN.findall(text))
-    names = {span.strip(".,:;") for span in spans if _ONE_NAME.fullmatch(span)}
+    # A URL is an address the user's own setup supplies (`http://example.com/prometheus/`), not
+    # a name of the software the passages document.
+    names = {
+        span.strip(".,:;") for span in spans if _ONE_NAME.fullmatch(span) and "://" not in span
+    }
     for match in _NAME.finditer(_CODE_SPAN.sub(lambda span: f" {span.group(1)} ", text)):
         names.add(match.group(0).rstrip(".-"))
     return {name for name in names if len(name) > 1 and not _is_abbreviation(name)}
