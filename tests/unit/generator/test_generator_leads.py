@@ -89,6 +89,11 @@ def test_the_candidates_a_question_names(question: str, choices: tuple[str, ...]
         ("Can you run Prometheus without a disk?", True),
         ("Could the grader pass a passage twice?", True),
         ("Do you need to restart after changing rules?", True),
+        # A short phrase may come before the main clause.
+        ("After upgrading to Prometheus 3, can I keep the older validation?", True),
+        ("In 1972, did Norway join the European Union?", True),
+        ("After that, can you explain the grader?", False),
+        ("When a stage is down, what happens?", False),
     ],
 )
 def test_a_question_that_asks_yes_or_no(question: str, yes_no: bool) -> None:

@@ -79,6 +79,8 @@ _AUXILIARY = re.compile(
     re.IGNORECASE,
 )
 _OR = re.compile(r"\bor\b", re.IGNORECASE)
+# "After upgrading to Prometheus 3, can I keep …?": a short phrase before the main clause.
+_INTRODUCTION = re.compile(r"^[^,?]{1,60},\s*")
 # "Can you explain …", "Could you please describe …", "Would you walk me through …": a polite
 # request for an answer, not a question whether the listener can.
 _REQUEST = re.compile(
@@ -99,10 +101,12 @@ def is_request(question: str) -> bool:
 
 def asks_yes_or_no(question: str) -> bool:
     """Whether the question asks yes or no ("Were Scott Derrickson and Ed Wood of the same
-    nationality?"): it begins with an auxiliary verb, is not a request ("Can you explain …?"),
+    nationality?"): its main clause (after a short introductory phrase, "In 1972, did …")
+    begins with an auxiliary verb, is not a request ("Can you explain …?"),
     and names no alternatives ("Is it abstract or concrete?" asks which)."""
     text = " ".join(question.split())
-    return bool(_AUXILIARY.match(text)) and not is_request(text) and not _OR.search(text)
+    clause = _INTRODUCTION.sub("", text, count=1)
+    return bool(_AUXILIARY.match(clause)) and not is_request(clause) and not _OR.search(text)
 
 
 @dataclass(frozen=True)
