@@ -31,20 +31,25 @@ def test_an_expression_in_code_is_checked_by_the_names_inside_it() -> None:
 
 def test_names_the_passages_give_are_found_whatever_their_case() -> None:
     answer = "Set `--Web.Config.File` and basic_auth_users; remote write goes to /api/v1/write."
-    assert unfound_names(answer, "How do I require a login?", PASSAGES) == []
+    assert unfound_names(answer, PASSAGES) == []
 
 
-def test_a_name_no_passage_gives_is_unfound_unless_the_question_gives_it() -> None:
-    answer = "Use the `--login` flag of promtool, or the --storage.tsdb.auto-downsample flag."
-    question = "What does --storage.tsdb.auto-downsample do?"
-    assert unfound_names(answer, question, PASSAGES) == ["--login"]
+def test_a_name_no_passage_gives_is_unfound_even_when_the_question_gives_it() -> None:
+    # The question asks about a flag the passages never mention: they do not hold its answer.
+    answer = "The --storage.tsdb.auto-downsample flag enables downsampling; use `--login` too."
+    assert unfound_names(answer, PASSAGES) == ["--login", "--storage.tsdb.auto-downsample"]
+
+
+def test_a_name_the_users_instructions_give_counts_as_given() -> None:
+    answer = "Pass --web.config.file. Output as `answer.json`."
+    assert unfound_names(answer, PASSAGES, exempt="Write the file answer.json.") == []
 
 
 def test_commands_in_a_code_block_are_checked() -> None:
     answer = "Run:\n```bash\npromtool load /path/to/file\n```"
-    assert unfound_names(answer, "How do I load old data?", PASSAGES) == ["/path/to/file"]
+    assert unfound_names(answer, PASSAGES) == ["/path/to/file"]
 
 
 def test_a_url_is_the_users_address_not_a_name() -> None:
     answer = "Pass `--web.config.file`; Prometheus is then at `http://example.com/prometheus/`."
-    assert unfound_names(answer, "How do I serve it under a sub-path?", PASSAGES) == []
+    assert unfound_names(answer, PASSAGES) == []

@@ -1,6 +1,7 @@
-"""The names an answer gives — flags, settings, functions, paths, code — that neither the question
-nor any passage the writer read gives: what a small model invents when the passages do not hold
-the answer (decision 0028). Prose words are not checked: the writer rephrases those."""
+"""The names an answer gives — flags, settings, functions, paths, code — that no passage the writer
+read gives: what a small model invents when the passages do not hold the answer, or repeats from a
+question about something they do not mention (decision 0028). Prose words are not checked: the
+writer rephrases those."""
 
 from __future__ import annotations
 
@@ -48,8 +49,9 @@ def names_in(answer: str) -> set[str]:
     return {name for name in names if len(name) > 1 and not _is_abbreviation(name)}
 
 
-def unfound_names(answer: str, question: str, passages: Iterable[str]) -> list[str]:
-    """The names ``answer`` gives that neither ``question`` nor any of ``passages`` contains
-    (case and white space aside), sorted."""
-    given = _key(question + "\n" + "\n".join(passages))
+def unfound_names(answer: str, passages: Iterable[str], exempt: str = "") -> list[str]:
+    """The names ``answer`` gives that none of ``passages`` contains (case and white space
+    aside), sorted; a name ``exempt`` contains (the user's instructions for the answer's form)
+    counts as given."""
+    given = _key(exempt + "\n" + "\n".join(passages))
     return sorted(name for name in names_in(answer) if _key(name) not in given)

@@ -413,7 +413,7 @@ class ModelGenerator:
             log.info("answer refused: it only restates the question")
             return Answer(NO_ANSWER, [], grounded=False, usage=usage, refused_by=Refusal.RESTATED)
         unsourced = checked is not None and unfound_names(
-            checked.text, f"{question}\n{instructions}", (doc.text for doc in documents)
+            checked.text, (doc.text for doc in documents), exempt=instructions
         )
         if unsourced:
             log.info("answer refused: it names what no passage names", extra={"names": unsourced})
