@@ -36,14 +36,14 @@ _REFUSALS = re.compile(
     )
 )
 LEAD_WORDS = ("yes", "no", "maybe")
-_LEAD = re.compile(r"^[\W_]*(yes|no|maybe)\b", re.IGNORECASE)
+_LEAD = re.compile(rf"^[\W_]*({'|'.join(LEAD_WORDS)})\b", re.IGNORECASE)
 # A sentence ends in one of these (before its citation markers); code or a path may end it too.
 _SENTENCE_CLOSE = tuple(".!?:;)\"'`”’*")
 
 
 def without_markers(answer: str) -> str:
     """The answer without citation markers and with white space collapsed."""
-    return " ".join(_MARKER.sub("", answer).split())
+    return " ".join(strip_markers(answer).split())
 
 
 def marker_numbers(text: str) -> list[int]:
