@@ -96,9 +96,10 @@ async def test_the_answer_is_written_for_the_decision_taken() -> None:
     )
     lead_call, answer_call = model.calls
     assert lead_call.max_tokens == 1  # the scored call that takes the decision
-    # As in the JSON format, the answer prompt is told the decision, after the instructions.
+    # As in the JSON format, the answer prompt is told the decision, after the instructions,
+    # and asked why (not for "the sentences this rests on", which a text writer copied).
     user = answer_call.messages[1].content
-    assert user.index("Begin your answer with") < user.index("The answer begins with Yes")
+    assert user.index("Begin your answer with") < user.index("The answer is Yes. Say why")
     assert answer.text == "Yes. It is in France. [1]"
 
 
@@ -195,3 +196,11 @@ async def test_a_streamed_likely_refusal_is_the_refusal_alone() -> None:
     *deltas, answer = [item async for item in generator.generate_stream("Where?", DOCS)]
     assert deltas == [AnswerDelta(NO_ANSWER)]
     assert isinstance(answer, Answer) and answer.refused_by == "writer"
+
+
+async def test_an_answer_may_name_the_file_a_passage_comes_from() -> None:
+    model = ScriptedChatModel(["Normandy is described in `docs/regions.md` [1]."])
+    generator = ModelGenerator(model, **UNCHECKED, answer_format=AnswerFormat.TEXT)
+    documents = [doc("d1", "Normandy is a region in France.", source="docs/regions.md")]
+    answer = await generator.generate("Where is Normandy described?", documents)
+    assert answer.refused_by == "" and "docs/regions.md" in answer.text

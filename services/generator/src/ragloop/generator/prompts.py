@@ -140,13 +140,16 @@ def lead_messages(
     return [ChatMessage("system", LEAD_SYSTEM), ChatMessage("user", user)]
 
 
-def decision_line(decision: str) -> str:
+def decision_line(decision: str, *, field: bool = True) -> str:
     """The line that tells the answer prompt the decision a scored call already took (the lead
-    word, ``leads.chosen_lead``; "" for none). With the answer's schema fixed to sentences, the
-    1.5B model then writes the sources' sentences the decision rests on; without the line it
-    wrote the question as a statement after "No" (docs/decisions/0012)."""
+    word, ``leads.chosen_lead``; "" for none). With the answer's schema fixed to sentences
+    (``field``), the 1.5B model then writes the sources' sentences the decision rests on; without
+    the line it wrote the question as a statement after "No" (docs/decisions/0012). A plain-text
+    writer copied that line after its "No" as the answer: it is asked why instead."""
     if not decision:
         return ""
+    if not field:
+        return f"The answer is {decision.capitalize()}. Say why, from the sources.\n"
     return (
         f"The answer begins with {decision.capitalize()}: write the sentences of the sources "
         "that this rests on.\n"

@@ -466,7 +466,10 @@ class ModelGenerator:
             log.info("answer refused: it only restates the question")
             return Answer(NO_ANSWER, [], grounded=False, usage=usage, refused_by=Refusal.RESTATED)
         unsourced = checked is not None and unfound_names(
-            checked.text, (doc.text for doc in documents), exempt=instructions
+            # The writer reads each passage's source too ("source: docs/storage.md").
+            checked.text,
+            (f"{doc.source}\n{doc.text}" for doc in documents),
+            exempt=instructions,
         )
         if unsourced:
             log.info("answer refused: it names what no passage names", extra={"names": unsourced})

@@ -51,7 +51,7 @@ def text_messages(
     user = (
         f"{sources_block(documents)}\n\nQuestion: {question}\n"
         + instructions_line(instructions)
-        + decision_line(decision)
+        + decision_line(decision, field=False)
         + choice_line(choices, field=False)
         + yes_no_line(yes_no, field=False)
         + "Answer:"
