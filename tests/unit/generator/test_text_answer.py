@@ -13,6 +13,7 @@ from ragloop.core.domain import Answer, AnswerDelta
 from ragloop.core.models import TokenReply
 from ragloop.generator.stage import AnswerFormat, ModelGenerator
 from ragloop.generator.text_answer import (
+    REFUSAL_INSTRUCTION,
     TEXT_SYSTEM,
     WRITER_REFUSAL,
     attributed_source,
@@ -40,7 +41,7 @@ async def test_markers_become_checked_citations() -> None:
     assert [(c.number, c.document_id) for c in answer.citations] == [(1, "d1"), (2, "d2")]
     assert answer.grounded and answer.uncited_sentences == 0
     assert model.calls[0].json_schema is None
-    assert model.calls[0].messages[0].content == TEXT_SYSTEM
+    assert model.calls[0].messages[0].content == TEXT_SYSTEM + REFUSAL_INSTRUCTION
 
 
 async def test_a_marker_to_no_given_passage_is_removed_and_reported() -> None:
@@ -96,6 +97,7 @@ async def test_the_answer_is_written_for_the_decision_taken() -> None:
     )
     lead_call, answer_call = model.calls
     assert lead_call.max_tokens == 1  # the scored call that takes the decision
+    assert answer_call.messages[0].content == TEXT_SYSTEM  # a decision is not refused
     # As in the JSON format, the answer prompt is told the decision, after the instructions,
     # and asked why (not for "the sentences this rests on", which a text writer copied).
     user = answer_call.messages[1].content
@@ -173,7 +175,7 @@ async def test_a_likely_refusal_is_refused_unwritten_over_the_same_prompt() -> N
     model = generator._model
     assert isinstance(model, ScriptedChatModel)
     (scored,) = model.calls  # one scored call, nothing written
-    assert scored.max_tokens == 1 and scored.messages[0].content == TEXT_SYSTEM
+    assert scored.max_tokens == 1 and scored.messages[0].content.endswith(REFUSAL_INSTRUCTION)
     assert answer.text == NO_ANSWER and answer.refused_by == "writer"
     assert answer.writer_refusal == 0.45 and answer.usage.calls == 1
 

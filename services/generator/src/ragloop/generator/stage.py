@@ -303,7 +303,15 @@ class ModelGenerator:
         named = lead.choices if lead.decision.named else ()
         yes_no = lead.decision.yes_no and lead.word is None
         if self._format is AnswerFormat.TEXT:
-            return text_messages(question, documents, instructions, decision, named, yes_no=yes_no)
+            return text_messages(
+                question,
+                documents,
+                instructions,
+                decision,
+                named,
+                yes_no=yes_no,
+                may_refuse=not lead.choices,
+            )
         return generate_messages(question, documents, instructions, decision, named, yes_no=yes_no)
 
     async def _lead(
