@@ -356,7 +356,7 @@ async def test_a_plain_text_answer_begins_with_the_yes_or_no_weighed() -> None:
     answer = await generator.generate(YES_NO_QUESTION, [doc("d1")])
 
     assert answer.text.startswith("No. Monks founded Arden")
-    assert "The answer is No. Say why, from the sources." in model.calls[1].text
+    assert "Begin the answer with No, then say why, from the sources." in model.calls[1].text
 
 
 async def test_without_a_scored_word_a_plain_text_answer_is_told_to_begin_with_yes_or_no() -> None:

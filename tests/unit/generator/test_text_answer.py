@@ -101,7 +101,9 @@ async def test_the_answer_is_written_for_the_decision_taken() -> None:
     # As in the JSON format, the answer prompt is told the decision, after the instructions,
     # and asked why (not for "the sentences this rests on", which a text writer copied).
     user = answer_call.messages[1].content
-    assert user.index("Begin your answer with") < user.index("The answer is Yes. Say why")
+    assert user.index("Begin your answer with") < user.index(
+        "Begin the answer with Yes, then say why"
+    )
     assert answer.text == "Yes. It is in France. [1]"
 
 

@@ -145,11 +145,12 @@ def decision_line(decision: str, *, field: bool = True) -> str:
     word, ``leads.chosen_lead``; "" for none). With the answer's schema fixed to sentences
     (``field``), the 1.5B model then writes the sources' sentences the decision rests on; without
     the line it wrote the question as a statement after "No" (docs/decisions/0012). A plain-text
-    writer copied that line after its "No" as the answer: it is asked why instead."""
+    writer copied that line after its "No" as the answer, and "The answer is No." before it: it is
+    asked to begin with the word, then say why."""
     if not decision:
         return ""
     if not field:
-        return f"The answer is {decision.capitalize()}. Say why, from the sources.\n"
+        return f"Begin the answer with {decision.capitalize()}, then say why, from the sources.\n"
     return (
         f"The answer begins with {decision.capitalize()}: write the sentences of the sources "
         "that this rests on.\n"
