@@ -21,25 +21,14 @@ from ragloop.core.names import Refusal
 @dataclass(frozen=True)
 class Bars:
     """The loop's answer floor (on the best passed grade) and the generator's two check
-    thresholds, each refusing below its figure (0 is no bar); the writer's refusal threshold,
-    refusing at or above its figure (1 is no bar)."""
+    thresholds; 0 is no bar."""
 
     floor: float = 0.0
     answer_match: float = 0.0
     support: float = 0.0
-    writer_refusal: float = 1.0
 
     def label(self) -> str:
-        return (
-            f"floor {self.floor}, match {self.answer_match}, support {self.support}, "
-            f"writer refusal {self.writer_refusal}"
-        )
-
-
-def refuses_at(writer_refusal: float | None, threshold: float) -> bool:
-    """Whether the writer's probability of refusing reaches ``threshold`` (1: never; an answer
-    without the figure stands)."""
-    return threshold < 1 and writer_refusal is not None and writer_refusal >= threshold
+        return f"floor {self.floor}, match {self.answer_match}, support {self.support}"
 
 
 def _refusal(record: EvalRecord, bars: Bars) -> Refusal | None:
@@ -51,8 +40,6 @@ def _refusal(record: EvalRecord, bars: Bars) -> Refusal | None:
     best = checks.get("best_confidence")
     if best is not None and best < bars.floor:
         return Refusal.ANSWER_FLOOR
-    if refuses_at(checks.get("writer_refusal"), bars.writer_refusal):
-        return Refusal.WRITER
     match = checks.get("answer_match")
     if match is not None and match < bars.answer_match:
         return Refusal.ANSWER_MATCH
@@ -73,7 +60,6 @@ def with_bars(record: EvalRecord, bars: Bars) -> EvalRecord:
 
 FLOORS = (0.0, 0.5, 0.55, 0.6, 0.65, 0.7)
 CHECK_BARS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
-REFUSAL_BARS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 1.0)
 
 
 def sweep(
@@ -81,23 +67,21 @@ def sweep(
     floors: Iterable[float] = FLOORS,
     matches: Iterable[float] = CHECK_BARS,
     supports: Iterable[float] = CHECK_BARS,
-    refusals: Iterable[float] = REFUSAL_BARS,
     *,
     best: int = 10,
 ) -> str:
     """Right, wrong, missing and the score of each set of bars, the ``best`` by score (then by
-    right answers, then the fewest bars) first."""
+    right answers, then the lowest bars) first."""
     rows = []
-    for floor, match, support, refusal in product(floors, matches, supports, refusals):
-        bars = Bars(floor, match, support, refusal)
+    for floor, match, support in product(floors, matches, supports):
+        bars = Bars(floor, match, support)
         f = figures([with_bars(r, bars) for r in records])
-        rows.append((f["score"], f["right"], refusal - floor - match - support, bars, f))
+        rows.append((f["score"], f["right"], -floor - match - support, bars, f))
     rows.sort(key=lambda row: row[:3], reverse=True)
-    lines = ["floor  match  support  refusal  right  wrong  missing  score"]
+    lines = ["floor  match  support  right  wrong  missing  score"]
     for *_, bars, f in rows[:best]:
         lines.append(
-            f"{bars.floor:<5}  {bars.answer_match:<5}  {bars.support:<7}  "
-            f"{bars.writer_refusal:<7}  {f['right']:<5}  {f['wrong']:<5}  {f['missing']:<7}  "
-            f"{f['score']:+.3f}"
+            f"{bars.floor:<5}  {bars.answer_match:<5}  {bars.support:<7}  {f['right']:<5}  "
+            f"{f['wrong']:<5}  {f['missing']:<7}  {f['score']:+.3f}"
         )
     return "\n".join(lines)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import product
 from pathlib import Path
 
 from bench.answers.items import MULTIHOP, SQUAD2
@@ -30,7 +29,6 @@ from bench.answers.runs import QualityRun, QualityRunsFile
 from bench.answers.summary import share
 from bench.common import RESULTS_DIR
 from bench.comparison.workload import PUBMEDQA
-from bench.refusal_replay import REFUSAL_BARS, refuses_at
 from ragloop.core.leads import requested_decision
 from ragloop.generator.leads import YES, chosen_lead
 from ragloop.generator.support import DEFAULT_SUPPORT_THRESHOLD
@@ -54,7 +52,6 @@ class SupportRow:  # shares, None where there is no question to count
     match_threshold: float = 0.0
     score: float | None = None  # right − wrong over SQuAD (issue 47's objective)
     two_hop_score: float | None = None
-    writer_refusal: float = 1.0  # refusing at or above it; 1: no bar
 
 
 @dataclass(frozen=True)
@@ -65,16 +62,11 @@ class LeadRow:
 
 
 def outcome_at(
-    run: QualityRun,
-    threshold: float,
-    floor: float = 0.0,
-    match_threshold: float = 0.0,
-    refusal_threshold: float = 1.0,
+    run: QualityRun, threshold: float, floor: float = 0.0, match_threshold: float = 0.0
 ) -> tuple[bool, bool]:
     """(right, refused) of ``run``'s answer had answers below ``threshold`` support or below
-    ``match_threshold`` answer match, those whose writer's probability of refusing reached
-    ``refusal_threshold``, and those whose round 1 passed no passage of at least ``floor``
-    confidence, been refused."""
+    ``match_threshold`` answer match, and those whose round 1 passed no passage of at least
+    ``floor`` confidence, been refused."""
     if requested_decision(run.item.instructions, run.item.text):
         return run.correct, bool(run.refused)  # a decision: no guard applies (0012, 0014, 0016)
     answer = run.quality_answer
@@ -83,7 +75,6 @@ def outcome_at(
         floor > 0 and best is not None and best < floor,
         _below(answer.support if answer else None, threshold),
         _below(answer.answer_match if answer else None, match_threshold),
-        refuses_at(answer.writer_refusal if answer else None, refusal_threshold),
     )
     if not run.refused and any(below):
         return not run.quality_item.answerable, True
@@ -112,40 +103,36 @@ def support_sweep(
     thresholds: Sequence[float],
     floors: Sequence[float] = (0.0,),
     match_thresholds: Sequence[float] = (0.0,),
-    refusal_thresholds: Sequence[float] = (1.0,),
 ) -> list[SupportRow]:
-    """One row a (floor, support threshold, answer-match threshold, writer's refusal threshold)
-    over the answered SQuAD and two-hop runs of one system; SQuAD's figures in the first
-    columns, two-hop accuracy apart."""
+    """One row a (floor, support threshold, answer-match threshold) over the answered SQuAD and
+    two-hop runs of one system; SQuAD's figures in the first columns, two-hop accuracy apart."""
     runs = list(runs)
     done = _done(runs, SQUAD2)
     two_hop = _done(runs, MULTIHOP)
     answerable = [r for r in done if r.quality_item.answerable]
     unanswerable = [r for r in done if not r.quality_item.answerable]
     rows = []
-    for floor, threshold, match, refusal in product(
-        floors, thresholds, match_thresholds, refusal_thresholds
-    ):
-        bars = (threshold, floor, match, refusal)
-        right = [outcome_at(r, *bars) for r in answerable]
-        unanswered = [outcome_at(r, *bars) for r in unanswerable]
-        refusals = [refused for _, refused in unanswered]
-        hops = [outcome_at(r, *bars) for r in two_hop]
-        rows.append(
-            SupportRow(
-                threshold,
-                share(ok for ok, _ in right),
-                share(refusals),
-                share([ok for ok, _ in right] + refusals),
-                share(refused for _, refused in right),
-                floor,
-                share(ok for ok, _ in hops),
-                match,
-                truthfulness(right + unanswered),
-                truthfulness(hops),
-                refusal,
-            )
-        )
+    for floor in floors:
+        for threshold in thresholds:
+            for match in match_thresholds:
+                right = [outcome_at(r, threshold, floor, match) for r in answerable]
+                unanswered = [outcome_at(r, threshold, floor, match) for r in unanswerable]
+                refusals = [refused for _, refused in unanswered]
+                hops = [outcome_at(r, threshold, floor, match) for r in two_hop]
+                rows.append(
+                    SupportRow(
+                        threshold,
+                        share(ok for ok, _ in right),
+                        share(refusals),
+                        share([ok for ok, _ in right] + refusals),
+                        share(refused for _, refused in right),
+                        floor,
+                        share(ok for ok, _ in hops),
+                        match,
+                        truthfulness(right + unanswered),
+                        truthfulness(hops),
+                    )
+                )
     return rows
 
 
@@ -180,17 +167,16 @@ def _cell(value: float | None) -> str:
 
 def _print_support_rows(rows: Sequence[SupportRow]) -> None:
     print(
-        "| answer floor | support threshold | answer-match threshold | writer refusal threshold "
-        "| answerable right | unanswerable refused | overall | false refusals | score "
-        "| two-hop right | two-hop score |"
+        "| answer floor | support threshold | answer-match threshold | answerable right "
+        "| unanswerable refused | overall | false refusals | score | two-hop right "
+        "| two-hop score |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
-        bars = (row.floor, row.threshold, row.match_threshold, row.writer_refusal)
         shares = (row.answerable_right, row.unanswerable_refused, row.overall, row.false_refusals)
         scores = (row.score, row.two_hop_right, row.two_hop_score)
         cells = " | ".join(_cell(v) for v in (*shares, *scores))
-        print("| " + " | ".join(f"{bar:.2f}" for bar in bars) + f" | {cells} |")
+        print(f"| {row.floor:.2f} | {row.threshold:.2f} | {row.match_threshold:.2f} | {cells} |")
 
 
 def main() -> None:
@@ -205,12 +191,10 @@ def main() -> None:
         supported = sum(1 for a in answers if a.support is not None)
         matched = sum(1 for a in answers if a.answer_match is not None)
         scored = sum(1 for a in answers if a.lead_probabilities)
-        read = sum(1 for a in answers if a.writer_refusal is not None)
         graded = sum(1 for a in answers if a.rounds)  # enough for the floor alone
         print(
             f"\n{system}: {len(mine)} runs, {supported} with a support figure, {matched} with an "
-            f"answer-match figure, {read} with the writer's refusal read, {scored} with a scored "
-            "lead\n"
+            f"answer-match figure, {scored} with a scored lead\n"
         )
         if supported or graded:
             _print_support_rows(support_sweep(mine, SUPPORT_THRESHOLDS, ANSWER_FLOORS))
@@ -222,16 +206,6 @@ def main() -> None:
                     (DEFAULT_SUPPORT_THRESHOLD,),
                     (DEFAULT_ANSWER_MIN_CONFIDENCE,),
                     ANSWER_MATCH_THRESHOLDS,
-                )
-            )
-        if read:
-            print("\nthe writer's refusal threshold by support threshold, at the default floor:\n")
-            _print_support_rows(
-                support_sweep(
-                    mine,
-                    SUPPORT_THRESHOLDS,
-                    (DEFAULT_ANSWER_MIN_CONFIDENCE,),
-                    refusal_thresholds=REFUSAL_BARS,
                 )
             )
         if scored:

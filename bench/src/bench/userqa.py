@@ -300,13 +300,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "every bar off: RAGLOOP_ANSWER_MIN_CONFIDENCE=0 and the generator's check thresholds at "
         "0.0001 (the checks run, and refuse nothing)",
     )
-    named_bars = (
-        ("floor", "answer floor"),
-        ("match", "answer-match"),
-        ("support", "support"),
-        ("refusal", "writer's refusal"),
-    )
-    for bar, what in named_bars:
+    for bar, what in (("floor", "answer floor"), ("match", "answer-match"), ("support", "support")):
         parser.add_argument(
             f"--at-{bar}",
             type=float,
@@ -315,7 +309,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             "left the answers, replayed from runs made with every bar off (see --bars-sweep)",
         )
     args = parser.parse_args(argv)
-    for bar, _ in named_bars:
+    for bar in ("floor", "match", "support"):
         value = getattr(args, f"at_{bar}")
         if value is not None and not 0.0 <= value <= 1.0:
             parser.error(f"--at-{bar} is a probability, between 0 and 1")
@@ -326,13 +320,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def replayed_bars(args: argparse.Namespace) -> Bars | None:
-    """The bars ``--at-floor``, ``--at-match``, ``--at-support`` and ``--at-refusal`` replay (a
-    bar not named is none); None where none is named."""
+    """The bars ``--at-floor``, ``--at-match`` and ``--at-support`` replay (a bar not named is
+    none); None where none is named."""
     named = (args.at_floor, args.at_match, args.at_support)
-    if all(value is None for value in (*named, args.at_refusal)):
+    if all(value is None for value in named):
         return None
-    refusal = 1.0 if args.at_refusal is None else args.at_refusal
-    return Bars(*(value or 0.0 for value in named), writer_refusal=refusal)
+    return Bars(*(value or 0.0 for value in named))
 
 
 def main() -> None:

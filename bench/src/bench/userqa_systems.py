@@ -129,11 +129,7 @@ class UngradedAnswerer(RetrievingAnswerer):
     async def _answer(self, question: EvalQuestion, clock: float) -> EvalAnswer:
         documents = await self._retrieved(question)
         answer = await self.generator.generate(question.question, documents)
-        checks = {
-            "support": answer.support,
-            "answer_match": answer.answer_match,
-            "writer_refusal": answer.writer_refusal,
-        }
+        checks = {"support": answer.support, "answer_match": answer.answer_match}
         return EvalAnswer(
             text=answer.text,
             seconds=_seconds_since(clock),

@@ -56,17 +56,11 @@ def test_the_bars_are_replayed_from_each_answers_grade_and_checks() -> None:
     assert with_bars(wrong, Bars(answer_match=0.6, support=0.3)).answer.refused_by == "answer_match"
     written_off = replace(wrong, answer=replace(wrong.answer, refused_by="writer"))
     assert with_bars(written_off, Bars(support=0.3)) is written_off  # refused already
-    doubted = record(OUT, "Click import [1].", best=0.7, writer_refusal=0.3)
-    assert with_bars(doubted, Bars(writer_refusal=0.4)) is doubted
-    assert with_bars(doubted, Bars(writer_refusal=0.3)).answer.refused_by == "writer"
-    assert with_bars(doubted, Bars(writer_refusal=1.0)) is doubted  # 1: no bar
-    lines = sweep([right, decision, wrong], [0.0, 0.6], [0.0], [0.0, 0.3], [1.0]).splitlines()
-    assert lines[0].split() == [
-        *("floor", "match", "support", "refusal", "right", "wrong", "missing", "score")
-    ]
+    lines = sweep([right, decision, wrong], [0.0, 0.6], [0.0], [0.0, 0.3]).splitlines()
+    assert lines[0].split() == ["floor", "match", "support", "right", "wrong", "missing", "score"]
     # Best first: support 0.3 refuses the import and keeps the port; the floor 0.6 with it
     # refuses the port too; with no bar the import is answered; the floor alone does both.
-    assert [line.split()[4:] for line in lines[1:]] == [
+    assert [line.split()[3:] for line in lines[1:]] == [
         ["3", "0", "0", "+1.000"],
         ["2", "0", "1", "+0.667"],
         ["2", "1", "0", "+0.333"],
@@ -90,7 +84,6 @@ def test_runs_are_scored_again_and_paired_by_question() -> None:
 def test_the_figures_can_be_written_at_replayed_bars() -> None:
     assert replayed_bars(parse_args(["--at-floor", "0.6"])) == Bars(floor=0.6)
     assert replayed_bars(parse_args(["--at-support", "0.5"])) == Bars(support=0.5)
-    assert replayed_bars(parse_args(["--at-refusal", "0.3"])) == Bars(writer_refusal=0.3)
     assert replayed_bars(parse_args([])) is None
     with pytest.raises(SystemExit):
         parse_args(["--at-match", "1.5"])

@@ -3,23 +3,13 @@ recognised, and the streamed text equal to the answer's."""
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from ragloop.core.answers import NO_ANSWER
 from ragloop.core.answers import without_markers as plain_text
 from ragloop.core.domain import Answer, AnswerDelta
-from ragloop.core.models import TokenReply
 from ragloop.generator.stage import AnswerFormat, ModelGenerator
-from ragloop.generator.text_answer import (
-    REFUSAL_INSTRUCTION,
-    TEXT_SYSTEM,
-    WRITER_REFUSAL,
-    attributed_source,
-    parse_text_answer,
-    refusal_probability,
-)
+from ragloop.generator.text_answer import TEXT_SYSTEM, attributed_source, parse_text_answer
 from tests.unit.fakes import UNCHECKED, ScriptedChatModel, doc
 
 DOCS = [doc("d1", "Normandy is a region in France."), doc("d2", "The Normans came in 911.")]
@@ -41,7 +31,7 @@ async def test_markers_become_checked_citations() -> None:
     assert [(c.number, c.document_id) for c in answer.citations] == [(1, "d1"), (2, "d2")]
     assert answer.grounded and answer.uncited_sentences == 0
     assert model.calls[0].json_schema is None
-    assert model.calls[0].messages[0].content == TEXT_SYSTEM + REFUSAL_INSTRUCTION
+    assert model.calls[0].messages[0].content == TEXT_SYSTEM
 
 
 async def test_a_marker_to_no_given_passage_is_removed_and_reported() -> None:
@@ -97,7 +87,6 @@ async def test_the_answer_is_written_for_the_decision_taken() -> None:
     )
     lead_call, answer_call = model.calls
     assert lead_call.max_tokens == 1  # the scored call that takes the decision
-    assert answer_call.messages[0].content == TEXT_SYSTEM  # a decision is not refused
     # As in the JSON format, the answer prompt is told the decision, after the instructions,
     # and asked why (not for "the sentences this rests on", which a text writer copied).
     user = answer_call.messages[1].content
@@ -149,57 +138,6 @@ async def test_an_answer_that_names_what_no_passage_names_is_refused() -> None:
 async def test_a_sentence_that_only_restates_the_question_is_left_out() -> None:
     answer, _ = await generate("Normandy is where Normandy is [1]. Normandy is in France [1].")
     assert answer.text == "Normandy is in France. [1]" and answer.refused_by == ""
-
-
-@pytest.mark.parametrize("reply", [WRITER_REFUSAL, "not in the sources [2]", "Not in the sources"])
-async def test_the_writers_own_refusal_is_the_honest_no_answer(reply: str) -> None:
-    answer, _ = await generate(reply)
-    assert answer.text == NO_ANSWER and answer.refused_by == "writer"
-
-
-def test_the_refusal_probability_sums_every_spelling_of_the_refusals_first_word() -> None:
-    reply = TokenReply("Not", {"Not": math.log(0.5), " not": math.log(0.1), "The": -1.0}, 9, 1)
-    assert refusal_probability(reply) == 0.6
-    assert refusal_probability(TokenReply("Not", None, 9, 1)) == 1.0  # sampled, no logprobs
-    assert refusal_probability(TokenReply("Port", None, 9, 1)) == 0.0
-
-
-def refusing_generator(logprobs: dict[str, float], *replies: str) -> ModelGenerator:
-    model = ScriptedChatModel([*replies], token_logprobs=[logprobs])
-    return ModelGenerator(
-        model, **UNCHECKED, answer_format=AnswerFormat.TEXT, writer_refusal_threshold=0.4
-    )
-
-
-async def test_a_likely_refusal_is_refused_unwritten_over_the_same_prompt() -> None:
-    generator = refusing_generator({"Not": math.log(0.45), "Norm": math.log(0.5)}, "Not")
-    answer = await generator.generate("Where is Normandy?", DOCS)
-    model = generator._model
-    assert isinstance(model, ScriptedChatModel)
-    (scored,) = model.calls  # one scored call, nothing written
-    assert scored.max_tokens == 1 and scored.messages[0].content.endswith(REFUSAL_INSTRUCTION)
-    assert answer.text == NO_ANSWER and answer.refused_by == "writer"
-    assert answer.writer_refusal == 0.45 and answer.usage.calls == 1
-
-
-async def test_an_unlikely_refusal_is_written_and_its_probability_kept() -> None:
-    generator = refusing_generator(
-        {"Not": math.log(0.2), "Norm": math.log(0.7)}, "Norm", "Normandy is in France [1]."
-    )
-    answer = await generator.generate("Where is Normandy?", DOCS)
-    model = generator._model
-    assert isinstance(model, ScriptedChatModel)
-    scored, written = model.calls
-    assert scored.messages == written.messages  # the server's prompt cache serves the second
-    assert answer.text == "Normandy is in France. [1]" and answer.writer_refusal == 0.2
-    assert answer.usage.calls == 2
-
-
-async def test_a_streamed_likely_refusal_is_the_refusal_alone() -> None:
-    generator = refusing_generator({"Not": math.log(0.9)}, "Not")
-    *deltas, answer = [item async for item in generator.generate_stream("Where?", DOCS)]
-    assert deltas == [AnswerDelta(NO_ANSWER)]
-    assert isinstance(answer, Answer) and answer.refused_by == "writer"
 
 
 async def test_an_answer_may_name_the_file_a_passage_comes_from() -> None:

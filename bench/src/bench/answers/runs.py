@@ -89,8 +89,6 @@ class QualityAnswer(Answered):
     support: float | None = None
     # The answer-match check's figure, the same way (decision 0019).
     answer_match: float | None = None
-    # The writer's probability of refusing, read before it wrote (decision 0029).
-    writer_refusal: float | None = None
     # The lead call's probability of each word a decision was asked among (empty: none asked,
     # or a run from before it was recorded), so that yes-thresholds can be tried the same way.
     lead_probabilities: dict[str, float] = field(default_factory=dict)
@@ -102,7 +100,6 @@ _EXTRA_ANSWER_FIELDS = (
     "rounds",
     "support",
     "answer_match",
-    "writer_refusal",
     "lead_probabilities",
 )
 
@@ -215,7 +212,6 @@ class QualityRun(QueryRun):
                 rounds=tuple(RoundInfo.from_record(r) for r in answered["rounds"]),
                 support=answered.get("support"),
                 answer_match=answered.get("answer_match"),
-                writer_refusal=answered.get("writer_refusal"),
                 lead_probabilities=answered.get("lead_probabilities") or {},
             )
         return cls(**_values(base) | {"item": item, "answered": quality_answer})

@@ -99,7 +99,6 @@ class RagloopRest:
             rounds=rounds_of(events, gold_answers(item)),
             support=done.get("support"),
             answer_match=done.get("answer_match"),
-            writer_refusal=done.get("writer_refusal"),
             lead_probabilities=done.get("lead_probabilities") or {},
         )
 
@@ -142,7 +141,6 @@ class PlainRag:
             removed_citations=len(answer.removed_citations),
             support=answer.support,
             answer_match=answer.answer_match,
-            writer_refusal=answer.writer_refusal,
             lead_probabilities=answer.lead_probabilities,
             rounds=(seen_round(1, item.text, details["documents"], gold_answers(item)),),
         )

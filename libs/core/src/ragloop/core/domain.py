@@ -132,9 +132,6 @@ class Answer:
     # The answer-match check's probability that the answer's text answers the question, in
     # [0, 1]; a refused answer keeps the figure that refused it. None: not checked.
     answer_match: float | None = None
-    # The text writer's probability, in [0, 1], of answering that the sources do not hold the
-    # answer, read before it wrote. None: not read (JSON format, decisions, the reading off).
-    writer_refusal: float | None = None
     # Where the instructions name the words the answer must begin with, or the question asks yes
     # or no: the scored call's probability of each (normalised over them) that chose the lead.
     # Empty otherwise.

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from ragloop.v1 import common_pb2 as ragloop_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1aragloop/v1/generator.proto\x12\nragloop.v1\x1a\x17ragloop/v1/common.proto\"\xaf\x01\n\x15GenerateAnswerRequest\x12\x10\n\x08question\x18\x01 \x01(\t\x12\'\n\tdocuments\x18\x02 \x03(\x0b\x32\x14.ragloop.v1.Document\x12\x1b\n\x13\x61nswer_instructions\x18\x03 \x01(\t\x12\x31\n\x08\x64\x65\x63ision\x18\x04 \x01(\x0b\x32\x1a.ragloop.v1.AnswerDecisionH\x00\x88\x01\x01\x42\x0b\n\t_decision\"@\n\x0e\x41nswerDecision\x12\x0f\n\x07\x63hoices\x18\x01 \x03(\t\x12\r\n\x05named\x18\x02 \x01(\x08\x12\x0e\n\x06yes_no\x18\x03 \x01(\x08\"N\n\x08\x43itation\x12\x0e\n\x06number\x18\x01 \x01(\x05\x12\x13\n\x0b\x64ocument_id\x18\x02 \x01(\t\x12\x0e\n\x06source\x18\x03 \x01(\t\x12\r\n\x05quote\x18\x04 \x01(\t\"\xff\x03\n\x16GenerateAnswerResponse\x12\x0e\n\x06\x61nswer\x18\x01 \x01(\t\x12\'\n\tcitations\x18\x02 \x03(\x0b\x32\x14.ragloop.v1.Citation\x12\x10\n\x08grounded\x18\x03 \x01(\x08\x12%\n\x05usage\x18\x04 \x01(\x0b\x32\x16.ragloop.v1.ModelUsage\x12\x19\n\x11removed_citations\x18\x05 \x03(\x05\x12\x19\n\x11uncited_sentences\x18\x06 \x01(\x05\x12\x1a\n\x12hallucination_risk\x18\x07 \x01(\x02\x12\x14\n\x07support\x18\x08 \x01(\x02H\x00\x88\x01\x01\x12U\n\x12lead_probabilities\x18\t \x03(\x0b\x32\x39.ragloop.v1.GenerateAnswerResponse.LeadProbabilitiesEntry\x12\x19\n\x0c\x61nswer_match\x18\n \x01(\x02H\x01\x88\x01\x01\x12\x12\n\nrefused_by\x18\x0b \x01(\t\x12\x1b\n\x0ewriter_refusal\x18\x0c \x01(\x02H\x02\x88\x01\x01\x1a\x38\n\x16LeadProbabilitiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x02:\x02\x38\x01\x42\n\n\x08_supportB\x0f\n\r_answer_matchB\x11\n\x0f_writer_refusal\"~\n\x13GenerateAnswerEvent\x12(\n\x05\x64\x65lta\x18\x01 \x01(\x0b\x32\x17.ragloop.v1.AnswerDeltaH\x00\x12\x34\n\x06\x61nswer\x18\x02 \x01(\x0b\x32\".ragloop.v1.GenerateAnswerResponseH\x00\x42\x07\n\x05\x65vent\",\n\x0b\x41nswerDelta\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x0f\n\x07restart\x18\x02 \x01(\x08\x32\xc9\x01\n\x10GeneratorService\x12W\n\x0eGenerateAnswer\x12!.ragloop.v1.GenerateAnswerRequest\x1a\".ragloop.v1.GenerateAnswerResponse\x12\\\n\x14GenerateAnswerStream\x12!.ragloop.v1.GenerateAnswerRequest\x1a\x1f.ragloop.v1.GenerateAnswerEvent0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1aragloop/v1/generator.proto\x12\nragloop.v1\x1a\x17ragloop/v1/common.proto\"\xaf\x01\n\x15GenerateAnswerRequest\x12\x10\n\x08question\x18\x01 \x01(\t\x12\'\n\tdocuments\x18\x02 \x03(\x0b\x32\x14.ragloop.v1.Document\x12\x1b\n\x13\x61nswer_instructions\x18\x03 \x01(\t\x12\x31\n\x08\x64\x65\x63ision\x18\x04 \x01(\x0b\x32\x1a.ragloop.v1.AnswerDecisionH\x00\x88\x01\x01\x42\x0b\n\t_decision\"@\n\x0e\x41nswerDecision\x12\x0f\n\x07\x63hoices\x18\x01 \x03(\t\x12\r\n\x05named\x18\x02 \x01(\x08\x12\x0e\n\x06yes_no\x18\x03 \x01(\x08\"N\n\x08\x43itation\x12\x0e\n\x06number\x18\x01 \x01(\x05\x12\x13\n\x0b\x64ocument_id\x18\x02 \x01(\t\x12\x0e\n\x06source\x18\x03 \x01(\t\x12\r\n\x05quote\x18\x04 \x01(\t\"\xcf\x03\n\x16GenerateAnswerResponse\x12\x0e\n\x06\x61nswer\x18\x01 \x01(\t\x12\'\n\tcitations\x18\x02 \x03(\x0b\x32\x14.ragloop.v1.Citation\x12\x10\n\x08grounded\x18\x03 \x01(\x08\x12%\n\x05usage\x18\x04 \x01(\x0b\x32\x16.ragloop.v1.ModelUsage\x12\x19\n\x11removed_citations\x18\x05 \x03(\x05\x12\x19\n\x11uncited_sentences\x18\x06 \x01(\x05\x12\x1a\n\x12hallucination_risk\x18\x07 \x01(\x02\x12\x14\n\x07support\x18\x08 \x01(\x02H\x00\x88\x01\x01\x12U\n\x12lead_probabilities\x18\t \x03(\x0b\x32\x39.ragloop.v1.GenerateAnswerResponse.LeadProbabilitiesEntry\x12\x19\n\x0c\x61nswer_match\x18\n \x01(\x02H\x01\x88\x01\x01\x12\x12\n\nrefused_by\x18\x0b \x01(\t\x1a\x38\n\x16LeadProbabilitiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x02:\x02\x38\x01\x42\n\n\x08_supportB\x0f\n\r_answer_match\"~\n\x13GenerateAnswerEvent\x12(\n\x05\x64\x65lta\x18\x01 \x01(\x0b\x32\x17.ragloop.v1.AnswerDeltaH\x00\x12\x34\n\x06\x61nswer\x18\x02 \x01(\x0b\x32\".ragloop.v1.GenerateAnswerResponseH\x00\x42\x07\n\x05\x65vent\",\n\x0b\x41nswerDelta\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x0f\n\x07restart\x18\x02 \x01(\x08\x32\xc9\x01\n\x10GeneratorService\x12W\n\x0eGenerateAnswer\x12!.ragloop.v1.GenerateAnswerRequest\x1a\".ragloop.v1.GenerateAnswerResponse\x12\\\n\x14GenerateAnswerStream\x12!.ragloop.v1.GenerateAnswerRequest\x1a\x1f.ragloop.v1.GenerateAnswerEvent0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -41,13 +41,13 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CITATION']._serialized_start=311
   _globals['_CITATION']._serialized_end=389
   _globals['_GENERATEANSWERRESPONSE']._serialized_start=392
-  _globals['_GENERATEANSWERRESPONSE']._serialized_end=903
-  _globals['_GENERATEANSWERRESPONSE_LEADPROBABILITIESENTRY']._serialized_start=799
-  _globals['_GENERATEANSWERRESPONSE_LEADPROBABILITIESENTRY']._serialized_end=855
-  _globals['_GENERATEANSWEREVENT']._serialized_start=905
-  _globals['_GENERATEANSWEREVENT']._serialized_end=1031
-  _globals['_ANSWERDELTA']._serialized_start=1033
-  _globals['_ANSWERDELTA']._serialized_end=1077
-  _globals['_GENERATORSERVICE']._serialized_start=1080
-  _globals['_GENERATORSERVICE']._serialized_end=1281
+  _globals['_GENERATEANSWERRESPONSE']._serialized_end=855
+  _globals['_GENERATEANSWERRESPONSE_LEADPROBABILITIESENTRY']._serialized_start=770
+  _globals['_GENERATEANSWERRESPONSE_LEADPROBABILITIESENTRY']._serialized_end=826
+  _globals['_GENERATEANSWEREVENT']._serialized_start=857
+  _globals['_GENERATEANSWEREVENT']._serialized_end=983
+  _globals['_ANSWERDELTA']._serialized_start=985
+  _globals['_ANSWERDELTA']._serialized_end=1029
+  _globals['_GENERATORSERVICE']._serialized_start=1032
+  _globals['_GENERATORSERVICE']._serialized_end=1233
 # @@protoc_insertion_point(module_scope)

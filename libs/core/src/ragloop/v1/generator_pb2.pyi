@@ -42,7 +42,7 @@ class Citation(_message.Message):
     def __init__(self, number: _Optional[int] = ..., document_id: _Optional[str] = ..., source: _Optional[str] = ..., quote: _Optional[str] = ...) -> None: ...
 
 class GenerateAnswerResponse(_message.Message):
-    __slots__ = ("answer", "citations", "grounded", "usage", "removed_citations", "uncited_sentences", "hallucination_risk", "support", "lead_probabilities", "answer_match", "refused_by", "writer_refusal")
+    __slots__ = ("answer", "citations", "grounded", "usage", "removed_citations", "uncited_sentences", "hallucination_risk", "support", "lead_probabilities", "answer_match", "refused_by")
     class LeadProbabilitiesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -61,7 +61,6 @@ class GenerateAnswerResponse(_message.Message):
     LEAD_PROBABILITIES_FIELD_NUMBER: _ClassVar[int]
     ANSWER_MATCH_FIELD_NUMBER: _ClassVar[int]
     REFUSED_BY_FIELD_NUMBER: _ClassVar[int]
-    WRITER_REFUSAL_FIELD_NUMBER: _ClassVar[int]
     answer: str
     citations: _containers.RepeatedCompositeFieldContainer[Citation]
     grounded: bool
@@ -73,8 +72,7 @@ class GenerateAnswerResponse(_message.Message):
     lead_probabilities: _containers.ScalarMap[str, float]
     answer_match: float
     refused_by: str
-    writer_refusal: float
-    def __init__(self, answer: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ..., grounded: _Optional[bool] = ..., usage: _Optional[_Union[_common_pb2.ModelUsage, _Mapping]] = ..., removed_citations: _Optional[_Iterable[int]] = ..., uncited_sentences: _Optional[int] = ..., hallucination_risk: _Optional[float] = ..., support: _Optional[float] = ..., lead_probabilities: _Optional[_Mapping[str, float]] = ..., answer_match: _Optional[float] = ..., refused_by: _Optional[str] = ..., writer_refusal: _Optional[float] = ...) -> None: ...
+    def __init__(self, answer: _Optional[str] = ..., citations: _Optional[_Iterable[_Union[Citation, _Mapping]]] = ..., grounded: _Optional[bool] = ..., usage: _Optional[_Union[_common_pb2.ModelUsage, _Mapping]] = ..., removed_citations: _Optional[_Iterable[int]] = ..., uncited_sentences: _Optional[int] = ..., hallucination_risk: _Optional[float] = ..., support: _Optional[float] = ..., lead_probabilities: _Optional[_Mapping[str, float]] = ..., answer_match: _Optional[float] = ..., refused_by: _Optional[str] = ...) -> None: ...
 
 class GenerateAnswerEvent(_message.Message):
     __slots__ = ("delta", "answer")

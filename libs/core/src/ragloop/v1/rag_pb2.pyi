@@ -86,7 +86,7 @@ class QueryRequest(_message.Message):
     def __init__(self, query: _Optional[str] = ..., top_k: _Optional[int] = ..., similarity_threshold: _Optional[float] = ..., relax_similarity: _Optional[bool] = ..., similarity_thresholds: _Optional[_Iterable[float]] = ..., max_rewrite_attempts: _Optional[int] = ..., grade_pass_threshold: _Optional[float] = ..., collection: _Optional[str] = ..., retrieval_mode: _Optional[_Union[_retriever_pb2.RetrievalMode, str]] = ..., filters: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., tenant: _Optional[str] = ..., time_budget_s: _Optional[float] = ..., answer_instructions: _Optional[str] = ..., history: _Optional[_Iterable[_Union[_common_pb2.ConversationTurn, _Mapping]]] = ...) -> None: ...
 
 class QueryResponse(_message.Message):
-    __slots__ = ("answer", "grounded", "citations", "removed_citations", "uncited_sentences", "hallucination_risk", "query", "rewrite_history", "retrieval", "grader_result", "workflow", "support", "lead_probabilities", "answer_match", "refused_by", "writer_refusal")
+    __slots__ = ("answer", "grounded", "citations", "removed_citations", "uncited_sentences", "hallucination_risk", "query", "rewrite_history", "retrieval", "grader_result", "workflow", "support", "lead_probabilities", "answer_match", "refused_by")
     class LeadProbabilitiesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -109,7 +109,6 @@ class QueryResponse(_message.Message):
     LEAD_PROBABILITIES_FIELD_NUMBER: _ClassVar[int]
     ANSWER_MATCH_FIELD_NUMBER: _ClassVar[int]
     REFUSED_BY_FIELD_NUMBER: _ClassVar[int]
-    WRITER_REFUSAL_FIELD_NUMBER: _ClassVar[int]
     answer: str
     grounded: bool
     citations: _containers.RepeatedCompositeFieldContainer[_generator_pb2.Citation]
@@ -125,8 +124,7 @@ class QueryResponse(_message.Message):
     lead_probabilities: _containers.ScalarMap[str, float]
     answer_match: float
     refused_by: str
-    writer_refusal: float
-    def __init__(self, answer: _Optional[str] = ..., grounded: _Optional[bool] = ..., citations: _Optional[_Iterable[_Union[_generator_pb2.Citation, _Mapping]]] = ..., removed_citations: _Optional[_Iterable[int]] = ..., uncited_sentences: _Optional[int] = ..., hallucination_risk: _Optional[float] = ..., query: _Optional[_Union[QuerySummary, _Mapping]] = ..., rewrite_history: _Optional[_Iterable[_Union[_common_pb2.RewriteAttempt, _Mapping]]] = ..., retrieval: _Optional[_Union[RetrievalSummary, _Mapping]] = ..., grader_result: _Optional[_Union[GradingSummary, _Mapping]] = ..., workflow: _Optional[_Union[Workflow, _Mapping]] = ..., support: _Optional[float] = ..., lead_probabilities: _Optional[_Mapping[str, float]] = ..., answer_match: _Optional[float] = ..., refused_by: _Optional[str] = ..., writer_refusal: _Optional[float] = ...) -> None: ...
+    def __init__(self, answer: _Optional[str] = ..., grounded: _Optional[bool] = ..., citations: _Optional[_Iterable[_Union[_generator_pb2.Citation, _Mapping]]] = ..., removed_citations: _Optional[_Iterable[int]] = ..., uncited_sentences: _Optional[int] = ..., hallucination_risk: _Optional[float] = ..., query: _Optional[_Union[QuerySummary, _Mapping]] = ..., rewrite_history: _Optional[_Iterable[_Union[_common_pb2.RewriteAttempt, _Mapping]]] = ..., retrieval: _Optional[_Union[RetrievalSummary, _Mapping]] = ..., grader_result: _Optional[_Union[GradingSummary, _Mapping]] = ..., workflow: _Optional[_Union[Workflow, _Mapping]] = ..., support: _Optional[float] = ..., lead_probabilities: _Optional[_Mapping[str, float]] = ..., answer_match: _Optional[float] = ..., refused_by: _Optional[str] = ...) -> None: ...
 
 class QuerySummary(_message.Message):
     __slots__ = ("original", "final", "was_rewritten", "rewrite_count", "standalone")

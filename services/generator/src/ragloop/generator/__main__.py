@@ -22,7 +22,6 @@ def build_generator(settings: GeneratorSettings, model: ChatModel) -> ModelGener
         question_yes_threshold=settings.generator_question_yes_threshold,
         support_threshold=settings.generator_support_threshold,
         answer_match_threshold=settings.generator_answer_match_threshold,
-        writer_refusal_threshold=settings.generator_writer_refusal_threshold,
     )
 
 

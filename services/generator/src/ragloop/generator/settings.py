@@ -13,7 +13,6 @@ from ragloop.generator.stage import (
     AnswerFormat,
 )
 from ragloop.generator.support import DEFAULT_ANSWER_MATCH_THRESHOLD, DEFAULT_SUPPORT_THRESHOLD
-from ragloop.generator.text_answer import DEFAULT_WRITER_REFUSAL_THRESHOLD
 
 
 class GeneratorSettings(ChatModelSettings):
@@ -77,15 +76,4 @@ class GeneratorSettings(ChatModelSettings):
         "default: on plain-text answers its figure separated nothing "
         "(docs/decisions/0027-answers-in-plain-text.md; it was 0.2 for JSON sentences, "
         "0019-answer-match-check.md).",
-    )
-    generator_writer_refusal_threshold: float = Field(
-        DEFAULT_WRITER_REFUSAL_THRESHOLD,
-        ge=0.0,
-        le=1.0,
-        description="The plain-text writer is told to answer that the sources do not hold the "
-        "answer where they do not. Below 1, one scored call over the same prompt first reads "
-        "its probability of beginning so (the server's prompt cache serves the writing call), "
-        "and at or above this figure the answer is refused unwritten; 1: no such call, only a "
-        "refusal the writer writes refuses "
-        "(docs/decisions/0029-the-writers-own-refusal.md).",
     )

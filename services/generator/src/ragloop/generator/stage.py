@@ -57,12 +57,7 @@ from ragloop.generator.support import (
     DEFAULT_SUPPORT_THRESHOLD,
     cited_documents,
 )
-from ragloop.generator.text_answer import (
-    DEFAULT_WRITER_REFUSAL_THRESHOLD,
-    parse_text_answer,
-    refusal_probability,
-    text_messages,
-)
+from ragloop.generator.text_answer import parse_text_answer, text_messages
 
 log = logging.getLogger(__name__)
 
@@ -107,27 +102,6 @@ class _Lead:
 _NO_LEAD = _Lead(None, Decision(), ModelUsage())
 
 
-@dataclass(frozen=True)
-class _WriterRefusal:
-    """The text writer's probability of refusing (None: not read) and what reading it cost;
-    ``refuses`` when it reached the threshold, and the answer is then the refusal."""
-
-    probability: float | None
-    usage: ModelUsage
-    refuses: bool = False
-
-    @property
-    def answer(self) -> Answer:
-        return Answer(
-            NO_ANSWER,
-            [],
-            grounded=False,
-            usage=self.usage,
-            writer_refusal=self.probability,
-            refused_by=Refusal.WRITER,
-        )
-
-
 def _without_restatements(question: str, draft: DraftAnswer) -> DraftAnswer:
     """The draft without its sentences that only restate the question ("The process owns the
     Milvus Lite data directory." before "In ragloop the retriever owns it."); unchanged when
@@ -150,14 +124,12 @@ class ModelGenerator:
         question_yes_threshold: float = DEFAULT_QUESTION_YES_THRESHOLD,
         support_threshold: float = DEFAULT_SUPPORT_THRESHOLD,
         answer_match_threshold: float = DEFAULT_ANSWER_MATCH_THRESHOLD,
-        writer_refusal_threshold: float = DEFAULT_WRITER_REFUSAL_THRESHOLD,
     ) -> None:
         self._model = model
         self._lead_yes_threshold = lead_yes_threshold
         self._question_yes_threshold = question_yes_threshold
         self._support_threshold = support_threshold
         self._answer_match_threshold = answer_match_threshold
-        self._writer_refusal_threshold = writer_refusal_threshold
         self._max_tokens = max_tokens
         self._max_documents = max_documents
         self._format = AnswerFormat(answer_format)
@@ -179,14 +151,10 @@ class ModelGenerator:
         lead = await self._lead(question, documents, instructions, decision)
         messages = self._messages(question, documents, instructions, lead)
         if self._format is AnswerFormat.TEXT:
-            refusal = await self._writer_refusal(messages, lead)
-            if refusal.refuses:
-                return refusal.answer
             text_reply = await self._model.complete(messages, max_tokens=self._max_tokens)
-            parsed = self._parsed_text(text_reply, documents, refusal.usage)
+            parsed = self._parsed_text(text_reply, documents)
             answer = self._answer(question, parsed, documents, lead, instructions)
-            answer = await self._checked_answer(question, answer, documents, lead)
-            return replace(answer, writer_refusal=refusal.probability)
+            return await self._checked_answer(question, answer, documents, lead)
         reply = await complete_structured(
             self._model,
             messages,
@@ -224,11 +192,6 @@ class ModelGenerator:
         messages = self._messages(question, documents, instructions, lead)
         shown = ""  # the text the deltas built so far
         if self._format is AnswerFormat.TEXT:
-            refusal = await self._writer_refusal(messages, lead)
-            if refusal.refuses:
-                yield AnswerDelta(refusal.answer.text)
-                yield refusal.answer
-                return
             text_reply: ChatReply | None = None
             pieces = self._model.stream(messages, max_tokens=self._max_tokens)
             async with aclosing(pieces):
@@ -243,7 +206,7 @@ class ModelGenerator:
                 question,
                 self._answer(
                     question,
-                    self._parsed_text(text_reply, documents, refusal.usage),
+                    self._parsed_text(text_reply, documents),
                     documents,
                     lead,
                     instructions,
@@ -251,7 +214,6 @@ class ModelGenerator:
                 documents,
                 lead,
             )
-            answer = replace(answer, writer_refusal=refusal.probability)
             if without_markers(shown) != without_markers(answer.text):
                 yield AnswerDelta(answer.text, restart=bool(shown))
             yield answer
@@ -303,15 +265,7 @@ class ModelGenerator:
         named = lead.choices if lead.decision.named else ()
         yes_no = lead.decision.yes_no and lead.word is None
         if self._format is AnswerFormat.TEXT:
-            return text_messages(
-                question,
-                documents,
-                instructions,
-                decision,
-                named,
-                yes_no=yes_no,
-                may_refuse=not lead.choices,
-            )
+            return text_messages(question, documents, instructions, decision, named, yes_no=yes_no)
         return generate_messages(question, documents, instructions, decision, named, yes_no=yes_no)
 
     async def _lead(
@@ -415,25 +369,10 @@ class ModelGenerator:
             return None, usage
         return round(probabilities[YES], 4), usage
 
-    async def _writer_refusal(self, messages: list[ChatMessage], lead: _Lead) -> _WriterRefusal:
-        """The model's probability that its reply to ``messages`` begins with the refusal, read
-        by one scored call over the same prompt (the server's prompt cache serves the writing
-        call that follows, decision 0029); the refusal, when it reaches the threshold. Not for
-        answers that lead with a decision, as the checks; not when the threshold is 1."""
-        if lead.choices or self._writer_refusal_threshold >= 1:
-            return _WriterRefusal(None, ModelUsage())
-        reply = await self._model.next_token(messages)
-        probability = refusal_probability(reply)
-        refusal = _WriterRefusal(probability, call_usage(self._model.name, reply))
-        if probability >= self._writer_refusal_threshold:
-            log.info("answer refused: the writer would refuse", extra={"refusal": probability})
-            return replace(refusal, refuses=True)
-        return refusal
-
     def _parsed_text(
-        self, reply: ChatReply, documents: list[Document], usage: ModelUsage
+        self, reply: ChatReply, documents: list[Document]
     ) -> StructuredReply[DraftAnswer]:
-        usage = usage + call_usage(self._model.name, reply)
+        usage = call_usage(self._model.name, reply)
         return StructuredReply(parse_text_answer(reply.text, documents), usage)
 
     def _nothing_passed(self) -> Answer:

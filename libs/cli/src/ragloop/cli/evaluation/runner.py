@@ -15,7 +15,7 @@ from ragloop.cli.evaluation.questions import EvalQuestion
 from ragloop.cli.evaluation.scoring import Scored, Verdict, score
 from ragloop.core.answers import is_refusal
 
-CHECKS = ("support", "answer_match", "writer_refusal")
+CHECKS = ("support", "answer_match")
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,8 @@ class EvalAnswer:
     model_calls: int = 0
     decision_path: tuple[str, ...] = ()
     outcome: str = ""  # why the loop stopped looking (workflow.outcome)
-    # The answer's checks (support, answer_match, writer_refusal) and the best passed grade
-    # (best_confidence): why an answer was refused, or kept.
+    # The answer's checks (support, answer_match) and the best passed grade (best_confidence):
+    # why an answer was refused, or kept.
     checks: dict[str, float] = field(default_factory=dict)
     # A follow-up's question made standalone from its history: what was searched and answered
     # ("" when the question was answered as asked).

@@ -384,7 +384,6 @@ def answer_to_proto(answer: Answer) -> generator_pb2.GenerateAnswerResponse:
         hallucination_risk=answer.hallucination_risk,
         support=answer.support,
         answer_match=answer.answer_match,
-        writer_refusal=answer.writer_refusal,
         lead_probabilities=answer.lead_probabilities,
         refused_by=answer.refused_by,
     )
@@ -401,9 +400,6 @@ def answer_from_proto(message: generator_pb2.GenerateAnswerResponse) -> Answer:
         hallucination_risk=round(message.hallucination_risk, 4),  # float32 on the wire
         support=round(message.support, 4) if message.HasField("support") else None,
         answer_match=round(message.answer_match, 4) if message.HasField("answer_match") else None,
-        writer_refusal=(
-            round(message.writer_refusal, 4) if message.HasField("writer_refusal") else None
-        ),
         lead_probabilities={w: round(p, 4) for w, p in message.lead_probabilities.items()},
         refused_by=message.refused_by,
     )

@@ -117,14 +117,6 @@ class QueryResponse(BaseModel):
         "answer-match check, made before the support check); an answer refused for a low figure "
         "keeps it. Null when not checked.",
     )
-    writer_refusal: float | None = Field(
-        default=None,
-        ge=0,
-        le=1,
-        description="The plain-text writer's probability of answering that the sources do not "
-        "hold the answer, read before it wrote; an answer refused for a high figure keeps it. "
-        "Null when not read.",
-    )
     lead_probabilities: dict[str, float] = Field(
         default_factory=dict,
         description="Where answer_instructions name the words the answer must begin with, or the "
@@ -166,7 +158,6 @@ def build_query_response(result: LoopResult) -> QueryResponse:
         hallucination_risk=round(result.answer.hallucination_risk, 4),
         support=None if result.answer.support is None else round(result.answer.support, 4),
         answer_match=result.answer.answer_match,
-        writer_refusal=result.answer.writer_refusal,
         lead_probabilities=result.answer.lead_probabilities,
         refused_by=result.answer.refused_by,
         query=QuerySummary(

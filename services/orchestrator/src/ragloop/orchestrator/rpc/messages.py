@@ -83,7 +83,6 @@ def response_to_proto(response: QueryResponse) -> rag_pb2.QueryResponse:
         hallucination_risk=response.hallucination_risk,
         support=response.support,
         answer_match=response.answer_match,
-        writer_refusal=response.writer_refusal,
         lead_probabilities=response.lead_probabilities,
         refused_by=response.refused_by,
         query=rag_pb2.QuerySummary(**response.query.model_dump()),
