@@ -145,8 +145,8 @@ def decision_line(decision: str, *, field: bool = True) -> str:
     word, ``leads.chosen_lead``; "" for none). With the answer's schema fixed to sentences
     (``field``), the 1.5B model then writes the sources' sentences the decision rests on; without
     the line it wrote the question as a statement after "No" (docs/decisions/0012). A plain-text
-    writer copied that line after its "No" as the answer, and "The answer is No." before it: it is
-    asked to begin with the word, then say why."""
+    writer copied that line as its answer: it is asked to begin with the word, then say why
+    (docs/decisions/0029)."""
     if not decision:
         return ""
     if not field:

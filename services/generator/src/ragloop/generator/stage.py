@@ -49,6 +49,7 @@ from ragloop.generator.prompts import (
     answer_schema,
     generate_messages,
     lead_messages,
+    sources_block,
     support_messages,
     unstated_decision,
 )
@@ -413,9 +414,9 @@ class ModelGenerator:
             log.info("answer refused: it only restates the question")
             return Answer(NO_ANSWER, [], grounded=False, usage=usage, refused_by=Refusal.RESTATED)
         unsourced = checked is not None and unfound_names(
-            # The writer reads each passage's source too ("source: docs/storage.md").
+            # Checked against the sources as the writer read them, each with its file's name.
             checked.text,
-            (f"{doc.source}\n{doc.text}" for doc in documents),
+            [sources_block(documents)],
             exempt=instructions,
         )
         if unsourced:
