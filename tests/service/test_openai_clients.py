@@ -97,6 +97,15 @@ async def test_the_openai_sdk_sync_async_and_streaming(url: str) -> None:
     ]
     assert nodes[:2] == ["retrieve", "grade"] and nodes[-1] == "generate"
     assert chunks[-1].usage.total_tokens > 0
+    # The loop's progress in words, as a reasoning model's thinking, before any content.
+    deltas = [c.choices[0].delta for c in chunks if c.choices]
+    thinking = [getattr(d, "reasoning_content", None) for d in deltas]
+    first_content = next(i for i, d in enumerate(deltas) if d.content)
+    words = "".join(t for t in thinking[:first_content] if t)
+    print("reasoning:", words)
+    assert words.startswith("Searching… ") and " passed.\n" in words
+    assert words.endswith("Writing the answer… done.\n")
+    assert not any(thinking[first_content:])
 
 
 async def test_the_openai_sdk_with_a_conversation_answers_the_follow_up(url: str) -> None:

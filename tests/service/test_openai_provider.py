@@ -56,7 +56,11 @@ class FakeOpenAI(BaseHTTPRequestHandler):
                 {
                     "model": body["model"],
                     "choices": [{"message": {"role": "assistant", "content": self.reply}}],
-                    "usage": {"prompt_tokens": 42, "completion_tokens": 7},
+                    "usage": {
+                        "prompt_tokens": 42,
+                        "completion_tokens": 7,
+                        "prompt_tokens_details": {"cached_tokens": 30},
+                    },
                 },
             )
 
@@ -98,7 +102,12 @@ class FakeOpenAI(BaseHTTPRequestHandler):
             sent += len(piece)
         send(chunk({}, finish="stop"))
         if body.get("stream_options", {}).get("include_usage"):
-            send({"choices": [], "usage": {"prompt_tokens": 42, "completion_tokens": 7}})
+            usage = {
+                "prompt_tokens": 42,
+                "completion_tokens": 7,
+                "prompt_tokens_details": {"cached_tokens": 30},
+            }
+            send({"choices": [], "usage": usage})
         send("[DONE]")
 
     def log_message(self, *args: object) -> None:
@@ -157,7 +166,7 @@ async def test_openai_sends_the_key_model_and_schema(openai_url: str, stream: bo
     finally:
         await model.aclose()
 
-    assert reply == ChatReply(FakeOpenAI.reply, 42, 7)
+    assert reply == ChatReply(FakeOpenAI.reply, 42, 7, cached_prompt_tokens=30)
     [(path, headers, body)] = FakeOpenAI.requests
     assert path == "/v1/chat/completions"
     assert headers["authorization"] == f"Bearer {API_KEY}"

@@ -144,7 +144,12 @@ async def test_query_stream_sends_the_rest_streams_events_then_done_equal_to_que
     assert details[(GRADE, 1)]["should_rewrite"] is True
     rewrite = dict(details[(REWRITE, 1)])
     assert (rewrite["query"], rewrite["reason"]) == ("q2", "reason for q2")
-    assert dict(rewrite["usage"]) == {"model_calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    assert dict(rewrite["usage"]) == {
+        "model_calls": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "cached_prompt_tokens": 0,
+    }
     assert details[(RETRIEVE, 2)]["query"] == "q2"
     finished = [e.node_finished for e in events if e.WhichOneof("event") == "node_finished"]
     assert {f.status for f in finished} == {rag_pb2.NODE_STATUS_OK}

@@ -137,6 +137,18 @@ def calls_per_query(records: list[EvalRecord]) -> float | None:
     return round(statistics.mean(calls), 2) if calls else None
 
 
+def prompt_reading(records: list[EvalRecord]) -> tuple[float | None, float | None]:
+    """Mean prompt tokens the model server evaluated per answer made (those it did not take from
+    its prompt cache), and the cached share of all prompt tokens; None for runs that recorded no
+    prompt tokens (before 2026-11-29)."""
+    made = [r.answer for r in records if not r.error and r.answer.prompt_tokens]
+    if not made:
+        return None, None
+    sent = sum(a.prompt_tokens for a in made)
+    cached = sum(a.cached_prompt_tokens for a in made)
+    return round((sent - cached) / len(made), 1), round(cached / sent, 3)
+
+
 def against_ceiling(records: list[EvalRecord], ceiling: list[EvalRecord]) -> tuple[int, int, int]:
     """Right answers of ``records`` and of the ceiling, and how many questions, over the
     answerable questions the ceiling was asked."""
@@ -169,6 +181,9 @@ def userqa_figures(records: Mapping[str, list[EvalRecord]]) -> dict[str, Any]:
             ]
         figures[f"userqa_p50_s_{system}"] = overall["p50_s"]
         figures[f"userqa_calls_per_query_{system}"] = calls_per_query(system_records)
+        evaluated, cached_share = prompt_reading(system_records)
+        figures[f"userqa_prompt_tokens_evaluated_per_query_{system}"] = evaluated
+        figures[f"userqa_cached_prompt_share_{system}"] = cached_share
         figures[f"userqa_false_refusal_{system}"] = overall["false_refusal"]
         figures[f"userqa_out_of_scope_refused_{system}"] = overall["unanswerable_refused"]
         figures[f"userqa_spurious_leads_{system}"] = overall["spurious_leads"]

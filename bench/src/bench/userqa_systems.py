@@ -33,7 +33,7 @@ from ragloop.cli.client import Api
 from ragloop.cli.evaluation.funnel import Evidence, reach
 from ragloop.cli.evaluation.questions import EvalQuestion
 from ragloop.cli.evaluation.runner import Answerer, EvalAnswer, RestAnswerer
-from ragloop.core.domain import Document, SourceDocument
+from ragloop.core.domain import Document, ModelUsage, SourceDocument
 from ragloop.core.models import ChatMessage, ChatModel
 from ragloop.core.models.chat import call_usage
 from ragloop.core.stages import Generator, Retriever
@@ -120,6 +120,15 @@ def _seconds_since(clock: float) -> float:
     return round(time.perf_counter() - clock, 3)
 
 
+def spent(usage: ModelUsage) -> dict[str, int]:
+    """An answer's model calls and prompt tokens, as ``EvalAnswer`` counts them."""
+    return {
+        "model_calls": usage.calls,
+        "prompt_tokens": usage.prompt_tokens,
+        "cached_prompt_tokens": usage.cached_prompt_tokens,
+    }
+
+
 @dataclass
 class UngradedAnswerer(RetrievingAnswerer):
     """The retriever's passages to ragloop's generator stage: its reply and checks."""
@@ -134,9 +143,9 @@ class UngradedAnswerer(RetrievingAnswerer):
             text=answer.text,
             seconds=_seconds_since(clock),
             citations=len(answer.citations),
-            model_calls=answer.usage.calls,
             decision_path=("retrieve", "generate"),
             checks={name: value for name, value in checks.items() if value is not None},
+            **spent(answer.usage),
         )
 
 
@@ -146,10 +155,10 @@ class PlainModel:
 
     model: ChatModel
 
-    async def reply(self, messages: list[ChatMessage]) -> tuple[str, int]:
-        """The reply's text and the model calls it took."""
+    async def reply(self, messages: list[ChatMessage]) -> tuple[str, ModelUsage]:
+        """The reply's text and what the call cost."""
         reply = await self.model.complete(messages, max_tokens=MAX_TOKENS)
-        return reply.text, call_usage(self.model.name, reply).calls
+        return reply.text, call_usage(self.model.name, reply)
 
 
 @dataclass
@@ -162,9 +171,9 @@ class StuffedAnswerer(RetrievingAnswerer):
         documents = await self._retrieved(question)
         passages = [(document.source, document.text) for document in documents]
         messages = stuffed_messages(question.question, passages, question.history)
-        text, calls = await self.model.reply(messages)
+        text, usage = await self.model.reply(messages)
         return EvalAnswer(
-            text, _seconds_since(clock), model_calls=calls, decision_path=("retrieve", "generate")
+            text, _seconds_since(clock), decision_path=("retrieve", "generate"), **spent(usage)
         )
 
 
@@ -180,10 +189,8 @@ class CeilingAnswerer(InProcessAnswerer):
         window = gold_window(question, self.pages)
         self.last_passages = [window]
         messages = excerpt_messages(question.question, window, question.history)
-        text, calls = await self.model.reply(messages)
-        return EvalAnswer(
-            text, _seconds_since(clock), model_calls=calls, decision_path=("generate",)
-        )
+        text, usage = await self.model.reply(messages)
+        return EvalAnswer(text, _seconds_since(clock), decision_path=("generate",), **spent(usage))
 
 
 @dataclass(frozen=True)

@@ -133,6 +133,25 @@ def test_the_figures_hold_the_reading_ceiling_calls_and_ragloop_against_stuffed(
     assert "ragloop vs stuffed (plain RAG): 2 wins, 1 losses" in shown
 
 
+def read(question: EvalQuestion, prompt_tokens: int, cached: int) -> EvalRecord:
+    answer = EvalAnswer("9090.", 1.0, prompt_tokens=prompt_tokens, cached_prompt_tokens=cached)
+    return EvalRecord(question, answer, score(question, "9090."))
+
+
+def test_the_figures_hold_the_prompt_tokens_evaluated_and_the_cached_share() -> None:
+    records = {
+        RAGLOOP: [read(PORT, 1000, 600), read(WAL, 600, 200)],
+        STUFFED: [read(PORT, 500, 0), read(WAL, 700, 0)],
+        SINGLE: [made(PORT, "9090.")],  # a run from before prompt tokens were recorded
+    }
+    figures = userqa_figures(records)
+    assert figures["userqa_prompt_tokens_evaluated_per_query_ragloop"] == 400.0  # (400 + 400) / 2
+    assert figures["userqa_cached_prompt_share_ragloop"] == 0.5  # 800 of 1,600
+    assert figures["userqa_prompt_tokens_evaluated_per_query_stuffed"] == 600.0
+    assert figures["userqa_cached_prompt_share_stuffed"] == 0.0
+    assert figures["userqa_prompt_tokens_evaluated_per_query_single"] is None
+
+
 def test_the_figures_hold_where_the_answers_were_lost() -> None:
     seen = {"retrieved": True, "passed": True, "read": True}
     answered = EvalAnswer("Port 80.", 1.0, reach=seen)

@@ -83,7 +83,12 @@ async def test_a_follow_up_is_made_standalone_before_the_first_round() -> None:
         "question": "and when was it founded?",
         "standalone": STANDALONE,
         "turns": 2,
-        "usage": {"model_calls": 1, "prompt_tokens": 30, "completion_tokens": 8},
+        "usage": {
+            "model_calls": 1,
+            "prompt_tokens": 30,
+            "completion_tokens": 8,
+            "cached_prompt_tokens": 0,
+        },
     }
     # Its cost is part of the answer's.
     assert result.trace.usage == ModelUsage("m", 3, 60, 13)

@@ -21,9 +21,8 @@ from pathlib import Path
 from bench.common import cache_dir
 from bench.model_server import MODELS_DIR
 from ragloop.core.domain import SourceDocument
-from ragloop.local.launcher import STAGES, Stack, StackConfig
+from ragloop.local.launcher import Stack, StackConfig
 from ragloop.local.milvus_lite_server import serving_milvus_lite
-from ragloop.local.processes import free_port
 from ragloop.retriever.__main__ import build_retriever
 from ragloop.retriever.settings import RetrieverSettings
 
@@ -107,7 +106,6 @@ def ragloop_stack(
         run_dir,
         models_dir=MODELS_DIR,
         extra_env=extra_env,
-        metrics_ports={stage: free_port() for stage in STAGES},
         model_url=model.url if model else None,
     )
     stack = Stack(config)

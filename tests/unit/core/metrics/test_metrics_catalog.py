@@ -38,11 +38,12 @@ def sample(name: str, **labels: str) -> float | None:
 def test_a_model_call_records_latency_and_both_token_kinds() -> None:
     labels = {"stage": "rewriter", "model": "llamacpp:test-model-a"}
     observe_model_call("rewriter", "llamacpp:test-model-a", 1.5, 120, 30)
-    observe_model_call("rewriter", "llamacpp:test-model-a", 0.5, 80, 10)
+    observe_model_call("rewriter", "llamacpp:test-model-a", 0.5, 80, 10, cached_prompt_tokens=64)
     assert sample("ragloop_model_call_duration_seconds_count", **labels) == 2
     assert sample("ragloop_model_call_duration_seconds_sum", **labels) == 2.0
     assert sample("ragloop_model_tokens_total", **labels, kind="prompt") == 200
     assert sample("ragloop_model_tokens_total", **labels, kind="completion") == 40
+    assert sample("ragloop_model_cached_prompt_tokens_total", **labels) == 64
 
 
 @pytest.mark.parametrize(

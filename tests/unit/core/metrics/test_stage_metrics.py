@@ -266,6 +266,7 @@ async def test_building_a_stage_creates_its_model_series_at_zero(
 
     assert sample("ragloop_model_call_duration_seconds_count", **labels) == 0
     assert sample("ragloop_model_parse_failures_total", **labels) == 0
+    assert sample("ragloop_model_cached_prompt_tokens_total", **labels) == 0
     for kind in m.TOKEN_KINDS:
         assert sample("ragloop_model_tokens_total", **labels, kind=kind) == 0
     for reason in m.ERROR_REASONS:

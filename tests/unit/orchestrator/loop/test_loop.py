@@ -497,7 +497,12 @@ async def test_zero_documents_skips_the_grader_and_rewrites() -> None:
     assert generator.document_ids == ["a"]
     grade_node = result.trace.node_executions[1]
     assert (grade_node.node, grade_node.status) == ("grade", "ok")
-    no_model_call = {"model_calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    no_model_call = {
+        "model_calls": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "cached_prompt_tokens": 0,
+    }
     assert grade_node.details == {"documents": 0, "passed": 0, "usage": no_model_call}
 
 
@@ -718,7 +723,12 @@ async def test_build_query_response_after_a_rewrite() -> None:
     assert workflow["decision_path"] == ONE_REWRITE_PATH
     assert [n["node"] for n in workflow["node_executions"]] == workflow["decision_path"]
     assert all(n["status"] == "ok" for n in workflow["node_executions"])
-    assert workflow["usage"] == {"model_calls": 2, "prompt_tokens": 25, "completion_tokens": 5}
+    assert workflow["usage"] == {
+        "model_calls": 2,
+        "prompt_tokens": 25,
+        "completion_tokens": 5,
+        "cached_prompt_tokens": 0,
+    }
 
 
 async def test_build_query_response_without_a_rewrite_reports_should_rewrite() -> None:

@@ -114,7 +114,12 @@ async def test_each_node_says_what_it_worked_on_and_found() -> None:
         ],
         "total_documents": 4,
     }
-    no_model_call = {"model_calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    no_model_call = {
+        "model_calls": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "cached_prompt_tokens": 0,
+    }
     assert details[("grade", 1)] == {
         "pass_rate": 0.5,
         "pass_count": 1,

@@ -15,7 +15,7 @@ from ragloop.core.names import LoopNode
 from ragloop.core.stages import LoopStages
 from ragloop.orchestrator.application.answers import QueryResponse, build_query_response
 from ragloop.orchestrator.loop.corrective import CorrectiveLoop, LoopPolicy
-from ragloop.orchestrator.loop.events import AnswerToken, NodeStarted
+from ragloop.orchestrator.loop.events import AnswerToken, NodeFinished, NodeStarted
 from ragloop.orchestrator.rest.chat_mapping import (
     ChunkEncoder,
     Completion,
@@ -24,13 +24,13 @@ from ragloop.orchestrator.rest.chat_mapping import (
     model_list,
     query_of,
 )
-from ragloop.orchestrator.rest.chat_schemas import ChatCompletionRequest
+from ragloop.orchestrator.rest.chat_schemas import ChatCompletionRequest, RagloopOptions
 from ragloop.orchestrator.rest.errors import OpenAIError
 from ragloop.orchestrator.rest.schemas import ErrorDetail
 from tests.unit.fakes import DictGrader, EchoGenerator, ScriptedRetriever, ScriptedRewriter, doc
 
 COMPLETION = Completion("chatcmpl-r1", 1700000000, "ragloop/pets")
-USAGE = ModelUsage(calls=2, prompt_tokens=120, completion_tokens=30)
+USAGE = ModelUsage(calls=2, prompt_tokens=120, completion_tokens=30, cached_prompt_tokens=80)
 
 
 def chat(*messages: tuple[str, Any], **fields: Any) -> ChatCompletionRequest:
@@ -198,7 +198,12 @@ async def test_a_result_becomes_a_chat_completion() -> None:
             "logprobs": None,
         }
     ]
-    assert body["usage"] == {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150}
+    assert body["usage"] == {
+        "prompt_tokens": 120,
+        "completion_tokens": 30,
+        "total_tokens": 150,
+        "prompt_tokens_details": {"cached_tokens": 80},
+    }
     extras = body["ragloop"]
     assert "answer" not in extras
     assert extras["citations"] == [
@@ -209,7 +214,7 @@ async def test_a_result_becomes_a_chat_completion() -> None:
 
 async def test_a_stream_is_the_role_then_the_final_answer_then_done() -> None:
     result = await answered()
-    encoder = ChunkEncoder(COMPLETION, progress=False, include_usage=False)
+    encoder = ChunkEncoder(COMPLETION, progress=False, include_usage=False, reasoning=False)
     # Without progress the loop's events, the answer's text as written among them, send nothing.
     assert encoder.event(NodeStarted(LoopNode.RETRIEVE, 1, "q")) == b""
     assert encoder.event(AnswerToken("draft", restart=False)) == b""
@@ -241,7 +246,7 @@ async def test_a_stream_is_the_role_then_the_final_answer_then_done() -> None:
 
 async def test_progress_and_usage_chunks_when_asked() -> None:
     result = await answered()
-    encoder = ChunkEncoder(COMPLETION, progress=True, include_usage=True)
+    encoder = ChunkEncoder(COMPLETION, progress=True, include_usage=True, reasoning=False)
     started = events_of(encoder.event(NodeStarted(LoopNode.RETRIEVE, 1, "q")))
     token = events_of(encoder.event(AnswerToken("a", restart=True)))
     assert [c["choices"] for c in started + token] == [[], []]
@@ -252,7 +257,33 @@ async def test_progress_and_usage_chunks_when_asked() -> None:
     *_, usage, done = events_of(encoder.done(result))
     assert done == "[DONE]"
     assert usage["choices"] == []
-    assert usage["usage"] == {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150}
+    assert usage["usage"] == {
+        "prompt_tokens": 120,
+        "completion_tokens": 30,
+        "total_tokens": 150,
+        "prompt_tokens_details": {"cached_tokens": 80},
+    }
+
+
+async def test_the_progress_is_streamed_in_words_as_reasoning_content_by_default() -> None:
+    request = ChatCompletionRequest.model_validate(
+        {"model": "ragloop", "messages": [{"role": "user", "content": "q?"}], "stream": True}
+    )
+    encoder = ChunkEncoder.asked_by(request, COMPLETION)
+    started = events_of(encoder.event(NodeStarted(LoopNode.GRADE, 1, "q")))
+    finished = events_of(
+        encoder.event(
+            NodeFinished(LoopNode.GRADE, 1, 9.0, "ok", {"pass_count": 3, "total_count": 5})
+        )
+    )
+    assert encoder.event(AnswerToken("draft")) == b""  # the answer comes as content
+    deltas = [chunk["choices"][0]["delta"] for chunk in started + finished]
+    assert deltas == [{"reasoning_content": "Grading… "}, {"reasoning_content": "3 of 5 passed.\n"}]
+    assert all("ragloop" not in chunk for chunk in started + finished)
+
+    request.ragloop = RagloopOptions(reasoning=False)
+    quiet = ChunkEncoder.asked_by(request, COMPLETION)
+    assert quiet.event(NodeStarted(LoopNode.GRADE, 1, "q")) == b""
 
 
 def test_a_failure_in_the_stream_is_an_openai_error_event() -> None:

@@ -11,8 +11,9 @@ import pytest
 from pydantic import ValidationError
 
 from ragloop.core.grpc.tracing import peer_attributes
+from ragloop.core.metrics.exporter import DEFAULT_METRICS_PORTS
 from ragloop.local.cli import model_server_count, replica_counts
-from ragloop.local.launcher import Stack, StackConfig, essential, service_of
+from ragloop.local.launcher import STAGES, Stack, StackConfig, essential, service_of
 from ragloop.orchestrator.settings import OrchestratorSettings
 from ragloop.orchestrator.stages.balancing import channel_options, grpc_target
 
@@ -117,6 +118,16 @@ def test_free_ports_for_every_replica(tmp_path: Path) -> None:
     config = StackConfig.on_free_ports(tmp_path, replicas={"grader": 2}, model_servers=2)
     ports = list(config.listening_ports().values())
     assert len(ports) == len(set(ports)) == 2 + 2 + 5  # REST and RagService, 2 models, 5 stages
+
+
+def test_free_ports_give_every_stage_a_metrics_port_of_its_own(tmp_path: Path) -> None:
+    """A test or benchmark stack runs beside ``make run``, whose stages hold the default
+    metrics ports."""
+    config = StackConfig.on_free_ports(tmp_path, metrics_ports={"generator": 0})
+    assert config.metrics_ports["generator"] == 0
+    chosen = [config.metrics_ports[stage] for stage in STAGES if stage != "generator"]
+    assert len(set(chosen)) == len(chosen) == len(STAGES) - 1
+    assert not set(chosen) & set(DEFAULT_METRICS_PORTS.values())
 
 
 def test_retriever_replicas_need_a_milvus_server(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -159,9 +159,11 @@ def render_trace(response: dict[str, Any]) -> str:
         lines.append(f"decision path: {' → '.join(workflow['decision_path'])}")
     usage = workflow.get("usage")
     if usage:
+        cached = usage.get("cached_prompt_tokens") or 0
         lines.append(
-            f"model calls: {usage['model_calls']} ({usage['prompt_tokens']} prompt + "
-            f"{usage['completion_tokens']} completion tokens)"
+            f"model calls: {usage['model_calls']} ({usage['prompt_tokens']} prompt"
+            + (f", {cached} of them from the server's cache" if cached else "")
+            + f" + {usage['completion_tokens']} completion tokens)"
         )
     return "\n".join(lines)
 

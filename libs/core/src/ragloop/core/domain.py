@@ -65,6 +65,9 @@ class ModelUsage:
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Of prompt_tokens, those the model server took from its prompt cache instead of evaluating
+    # them (0 where a server reports none).
+    cached_prompt_tokens: int = 0
 
     def __add__(self, other: ModelUsage) -> ModelUsage:
         return ModelUsage(
@@ -72,6 +75,7 @@ class ModelUsage:
             calls=self.calls + other.calls,
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
+            cached_prompt_tokens=self.cached_prompt_tokens + other.cached_prompt_tokens,
         )
 
 

@@ -25,15 +25,15 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17ragloop/v1/common.proto\x12\nragloop.v1\x1a\x1cgoogle/protobuf/struct.proto\"\x93\x01\n\x08\x44ocument\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x0e\n\x06source\x18\x03 \x01(\t\x12\r\n\x05score\x18\x04 \x01(\x02\x12)\n\x08metadata\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x13\n\x0b\x63hunk_index\x18\x06 \x01(\x05\x12\x0e\n\x06window\x18\x07 \x01(\t\"i\n\x05Grade\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12$\n\x07verdict\x18\x02 \x01(\x0e\x32\x13.ragloop.v1.Verdict\x12\x12\n\nconfidence\x18\x03 \x01(\x02\x12\x11\n\treasoning\x18\x04 \x01(\t\"Z\n\x0eGradedDocument\x12&\n\x08\x64ocument\x18\x01 \x01(\x0b\x32\x14.ragloop.v1.Document\x12 \n\x05grade\x18\x02 \x01(\x0b\x32\x11.ragloop.v1.Grade\"/\n\x0eRewriteAttempt\x12\r\n\x05query\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"1\n\x10\x43onversationTurn\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\"\\\n\nModelUsage\x12\r\n\x05model\x18\x01 \x01(\t\x12\r\n\x05\x63\x61lls\x18\x02 \x01(\x05\x12\x15\n\rprompt_tokens\x18\x03 \x01(\x05\x12\x19\n\x11\x63ompletion_tokens\x18\x04 \x01(\x05*R\n\x07Verdict\x12\x17\n\x13VERDICT_UNSPECIFIED\x10\x00\x12\x14\n\x10VERDICT_RELEVANT\x10\x01\x12\x18\n\x14VERDICT_NOT_RELEVANT\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17ragloop/v1/common.proto\x12\nragloop.v1\x1a\x1cgoogle/protobuf/struct.proto\"\x93\x01\n\x08\x44ocument\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x0e\n\x06source\x18\x03 \x01(\t\x12\r\n\x05score\x18\x04 \x01(\x02\x12)\n\x08metadata\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x13\n\x0b\x63hunk_index\x18\x06 \x01(\x05\x12\x0e\n\x06window\x18\x07 \x01(\t\"i\n\x05Grade\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12$\n\x07verdict\x18\x02 \x01(\x0e\x32\x13.ragloop.v1.Verdict\x12\x12\n\nconfidence\x18\x03 \x01(\x02\x12\x11\n\treasoning\x18\x04 \x01(\t\"Z\n\x0eGradedDocument\x12&\n\x08\x64ocument\x18\x01 \x01(\x0b\x32\x14.ragloop.v1.Document\x12 \n\x05grade\x18\x02 \x01(\x0b\x32\x11.ragloop.v1.Grade\"/\n\x0eRewriteAttempt\x12\r\n\x05query\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"1\n\x10\x43onversationTurn\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\"z\n\nModelUsage\x12\r\n\x05model\x18\x01 \x01(\t\x12\r\n\x05\x63\x61lls\x18\x02 \x01(\x05\x12\x15\n\rprompt_tokens\x18\x03 \x01(\x05\x12\x19\n\x11\x63ompletion_tokens\x18\x04 \x01(\x05\x12\x1c\n\x14\x63\x61\x63hed_prompt_tokens\x18\x05 \x01(\x05*R\n\x07Verdict\x12\x17\n\x13VERDICT_UNSPECIFIED\x10\x00\x12\x14\n\x10VERDICT_RELEVANT\x10\x01\x12\x18\n\x14VERDICT_NOT_RELEVANT\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ragloop.v1.common_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_VERDICT']._serialized_start=612
-  _globals['_VERDICT']._serialized_end=694
+  _globals['_VERDICT']._serialized_start=642
+  _globals['_VERDICT']._serialized_end=724
   _globals['_DOCUMENT']._serialized_start=70
   _globals['_DOCUMENT']._serialized_end=217
   _globals['_GRADE']._serialized_start=219
@@ -45,5 +45,5 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CONVERSATIONTURN']._serialized_start=467
   _globals['_CONVERSATIONTURN']._serialized_end=516
   _globals['_MODELUSAGE']._serialized_start=518
-  _globals['_MODELUSAGE']._serialized_end=610
+  _globals['_MODELUSAGE']._serialized_end=640
 # @@protoc_insertion_point(module_scope)

@@ -117,12 +117,15 @@ class StackConfig:
     @classmethod
     def on_free_ports(cls, work_dir: Path, **settings: Any) -> StackConfig:
         """Every port a free loopback one, data and logs under ``work_dir`` (for tests and
-        benchmarks that run beside other stacks); ``settings`` are the other fields."""
+        benchmarks that run beside other stacks, ``make run`` among them: the stages' metrics
+        ports too, where ``settings`` name none); ``settings`` are the other fields."""
         ports = {name: free_port() for name in PORT_FIELDS}
         stage_ports = {name: free_port() for name in STAGES}
+        metrics_ports = {name: free_port() for name in STAGES} | settings.pop("metrics_ports", {})
         config = cls(
             **ports,
             stage_ports=stage_ports,
+            metrics_ports=metrics_ports,
             data_dir=work_dir / "data",
             log_dir=work_dir / "logs",
             **settings,

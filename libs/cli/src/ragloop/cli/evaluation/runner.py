@@ -27,6 +27,9 @@ class EvalAnswer:
     citations: int = 0
     rewrites: int = 0
     model_calls: int = 0
+    prompt_tokens: int = 0
+    # Of prompt_tokens, those the model server took from its prompt cache (0 where it says none).
+    cached_prompt_tokens: int = 0
     decision_path: tuple[str, ...] = ()
     outcome: str = ""  # why the loop stopped looking (workflow.outcome)
     # The answer's checks (support, answer_match) and the best passed grade (best_confidence):
@@ -108,13 +111,16 @@ class RestAnswerer:
                 response = data
         seconds = time.perf_counter() - clock
         workflow = response.get("workflow", {})
+        usage = workflow.get("usage", {})
         standalone = response.get("query", {}).get("standalone", "")
         return EvalAnswer(
             text=response["answer"],
             seconds=round(seconds, 3),
             citations=len(response.get("citations", [])),
             rewrites=response.get("query", {}).get("rewrite_count", 0),
-            model_calls=workflow.get("usage", {}).get("model_calls", 0),
+            model_calls=usage.get("model_calls", 0),
+            prompt_tokens=usage.get("prompt_tokens", 0),
+            cached_prompt_tokens=usage.get("cached_prompt_tokens", 0),
             decision_path=tuple(workflow.get("decision_path", [])),
             outcome=workflow.get("outcome", ""),
             checks=_checks(response),

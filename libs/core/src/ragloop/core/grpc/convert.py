@@ -156,6 +156,7 @@ def usage_to_proto(usage: ModelUsage) -> common_pb2.ModelUsage:
         calls=usage.calls,
         prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens,
+        cached_prompt_tokens=usage.cached_prompt_tokens,
     )
 
 
@@ -165,6 +166,7 @@ def usage_from_proto(message: common_pb2.ModelUsage) -> ModelUsage:
         calls=message.calls,
         prompt_tokens=message.prompt_tokens,
         completion_tokens=message.completion_tokens,
+        cached_prompt_tokens=message.cached_prompt_tokens,
     )
 
 

@@ -211,6 +211,13 @@ MODEL_TOKENS = Counter(
     (*_MODEL, "kind"),
     registry=None,
 )
+MODEL_CACHED_PROMPT_TOKENS = Counter(
+    "ragloop_model_cached_prompt_tokens_total",
+    "Of the prompt tokens of successful model calls, those the model server took from its prompt "
+    "cache instead of evaluating them, by stage and model (0 where the server reports none).",
+    _MODEL,
+    registry=None,
+)
 MODEL_CALL_FAILURES = Counter(
     "ragloop_model_call_failures_total",
     "Model calls that failed, by stage, model and reason.",
@@ -234,7 +241,13 @@ LOOP_METRICS = (LOOP_REQUESTS, LOOP_SECONDS, LOOP_REWRITES, LOOP_FINAL_PASS_RATE
 RETRIEVAL_METRICS = (RETRIEVED_DOCUMENTS, MILVUS_SEARCH_SECONDS)
 INGEST_METRICS = (INGESTED_DOCUMENTS, INGESTED_CHUNKS, INGEST_FAILURES)
 GRADER_METRICS = (GRADE_VERDICTS_TOTAL, GRADE_CACHE_LOOKUPS)
-MODEL_METRICS = (MODEL_CALL_SECONDS, MODEL_TOKENS, MODEL_CALL_FAILURES, MODEL_PARSE_FAILURES)
+MODEL_METRICS = (
+    MODEL_CALL_SECONDS,
+    MODEL_TOKENS,
+    MODEL_CACHED_PROMPT_TOKENS,
+    MODEL_CALL_FAILURES,
+    MODEL_PARSE_FAILURES,
+)
 
 _exported: set[int] = set()
 _export_lock = threading.Lock()

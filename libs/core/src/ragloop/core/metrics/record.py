@@ -60,14 +60,21 @@ def error_reason(error: BaseException) -> str:
 
 
 def observe_model_call(
-    stage: str, model: str, seconds: float, prompt_tokens: int = 0, completion_tokens: int = 0
+    stage: str,
+    model: str,
+    seconds: float,
+    prompt_tokens: int = 0,
+    completion_tokens: int = 0,
+    cached_prompt_tokens: int = 0,
 ) -> None:
-    """A successful model call: its latency and tokens."""
+    """A successful model call: its latency and tokens (``cached_prompt_tokens``: of
+    ``prompt_tokens``, those taken from the server's prompt cache)."""
     labels = _model_labels(stage, model)
     m.export(m.MODEL_METRICS)
     m.MODEL_CALL_SECONDS.labels(*labels).observe(seconds)
     m.MODEL_TOKENS.labels(*labels, "prompt").inc(prompt_tokens)
     m.MODEL_TOKENS.labels(*labels, "completion").inc(completion_tokens)
+    m.MODEL_CACHED_PROMPT_TOKENS.labels(*labels).inc(cached_prompt_tokens)
 
 
 def count_model_failure(stage: str, model: str, error: BaseException) -> None:
@@ -87,6 +94,7 @@ def init_model_series(stage: str, model: str) -> None:
     m.export(m.MODEL_METRICS)
     m.MODEL_CALL_SECONDS.labels(*labels)
     m.MODEL_PARSE_FAILURES.labels(*labels)
+    m.MODEL_CACHED_PROMPT_TOKENS.labels(*labels)
     for kind in m.TOKEN_KINDS:
         m.MODEL_TOKENS.labels(*labels, kind)
     for reason in m.ERROR_REASONS:

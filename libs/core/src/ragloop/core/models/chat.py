@@ -42,6 +42,7 @@ class ChatReply:
     text: str
     prompt_tokens: int
     completion_tokens: int
+    cached_prompt_tokens: int = 0  # of prompt_tokens, those the server took from its prompt cache
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class TokenReply:
     top_logprobs: Mapping[str, float] | None
     prompt_tokens: int
     completion_tokens: int
+    cached_prompt_tokens: int = 0
 
 
 class ChatModel(Protocol):
@@ -115,6 +117,7 @@ def call_usage(model: str, reply: ChatReply | TokenReply) -> ModelUsage:
         calls=1,
         prompt_tokens=reply.prompt_tokens,
         completion_tokens=reply.completion_tokens,
+        cached_prompt_tokens=reply.cached_prompt_tokens,
     )
 
 

@@ -125,6 +125,7 @@ class MeteredChatModel:
             time.perf_counter() - started,
             prompt_tokens=reply.prompt_tokens,
             completion_tokens=reply.completion_tokens,
+            cached_prompt_tokens=reply.cached_prompt_tokens,
         )
         span.set_attribute("gen_ai.usage.input_tokens", reply.prompt_tokens)
         span.set_attribute("gen_ai.usage.output_tokens", reply.completion_tokens)

@@ -103,9 +103,7 @@ class OllamaChatModel:
             )
         usage = reply.usage_metadata or {}
         text = reply.content if isinstance(reply.content, str) else json.dumps(reply.content)
-        return ChatReply(
-            text, int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
-        )
+        return ChatReply(text, *_token_counts(usage))
 
     async def next_token(
         self, messages: list[ChatMessage], *, top_logprobs: int = TOP_LOGPROBS
@@ -160,9 +158,7 @@ class OllamaChatModel:
                     if isinstance(chunk.content, str) and chunk.content:
                         pieces.append(chunk.content)
                         yield chunk.content
-        yield ChatReply(
-            "".join(pieces), int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
-        )
+        yield ChatReply("".join(pieces), *_token_counts(usage))
 
     async def aclose(self) -> None:
         return None
@@ -170,3 +166,14 @@ class OllamaChatModel:
 
 def _as_tuples(messages: list[ChatMessage]) -> list[tuple[str, str]]:
     return [(m.role, m.content) for m in messages]
+
+
+def _token_counts(usage: Mapping[str, Any]) -> tuple[int, int, int]:
+    """Prompt, completion and cached prompt tokens from LangChain's ``usage_metadata`` (Ollama
+    reports no cached tokens today; ``input_token_details.cache_read`` where it does)."""
+    details = usage.get("input_token_details") or {}
+    return (
+        int(usage.get("input_tokens", 0)),
+        int(usage.get("output_tokens", 0)),
+        int(details.get("cache_read", 0) or 0),
+    )

@@ -180,6 +180,13 @@ class LlamaCppChatModel(OpenAICompatibleChatModel):
         )
 
 
-def _token_counts(usage: Mapping[str, Any] | None) -> tuple[int, int]:
+def _token_counts(usage: Mapping[str, Any] | None) -> tuple[int, int, int]:
+    """Prompt, completion and cached prompt tokens from OpenAI's ``usage`` (the cached ones from
+    ``prompt_tokens_details.cached_tokens``, which llama-server and vLLM fill; 0 where absent)."""
     usage = usage or {}
-    return int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+    details = usage.get("prompt_tokens_details") or {}
+    return (
+        int(usage.get("prompt_tokens") or 0),
+        int(usage.get("completion_tokens") or 0),
+        int(details.get("cached_tokens") or 0) if isinstance(details, Mapping) else 0,
+    )

@@ -81,6 +81,11 @@ class UsageOut(BaseModel):
     model_calls: int
     prompt_tokens: int
     completion_tokens: int
+    cached_prompt_tokens: int = Field(
+        0,
+        description="Of `prompt_tokens`, those the model server took from its prompt cache "
+        "instead of evaluating them (0 where the server reports none).",
+    )
 
 
 class WorkflowOut(BaseModel):

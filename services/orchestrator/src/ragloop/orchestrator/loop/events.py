@@ -117,4 +117,5 @@ def usage_details(usage: ModelUsage) -> dict[str, int]:
         "model_calls": usage.calls,
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
+        "cached_prompt_tokens": usage.cached_prompt_tokens,
     }

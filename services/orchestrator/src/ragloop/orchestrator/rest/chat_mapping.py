@@ -36,9 +36,11 @@ from ragloop.orchestrator.rest.chat_schemas import (
     Delta,
     ModelList,
     ModelOut,
+    PromptTokensDetails,
     RagloopOptions,
 )
 from ragloop.orchestrator.rest.errors import OpenAIError
+from ragloop.orchestrator.rest.progress_text import progress_text
 from ragloop.orchestrator.rest.schemas import ErrorDetail
 from ragloop.orchestrator.rest.sse import encode, event_data
 
@@ -148,7 +150,9 @@ def query_of(request: ChatCompletionRequest, collection: str | None) -> QueryReq
             code=INVALID,
             param="ragloop.answer_instructions",
         )
-    fields: dict[str, Any] = options.model_dump(exclude_unset=True, exclude={"progress"})
+    fields: dict[str, Any] = options.model_dump(
+        exclude_unset=True, exclude={"progress", "reasoning"}
+    )
     fields["query"] = question
     if history := history_of(request.messages):
         fields["history"] = history
@@ -192,6 +196,7 @@ def usage_of(answer: QueryResponse) -> ChatUsage:
         prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens,
         total_tokens=usage.prompt_tokens + usage.completion_tokens,
+        prompt_tokens_details=PromptTokensDetails(cached_tokens=usage.cached_prompt_tokens),
     )
 
 
@@ -214,32 +219,41 @@ def completion_body(answer: QueryResponse, completion: Completion) -> dict[str, 
 
 class ChunkEncoder:
     """The ``chat.completion.chunk`` events of one run (a ``sse.StreamEncoder``): the role first
-    (``opening``), the loop's events as progress chunks when asked, then the answer as one
+    (``opening``), the loop's progress in words as ``reasoning_content`` deltas and its events as
+    progress chunks when asked, then the answer as one
     content delta, the last choice chunk with ``finish_reason`` and ragloop's own answer, the
     usage chunk when asked, and ``[DONE]``; or an error event in OpenAI's shape."""
 
-    def __init__(self, completion: Completion, *, progress: bool, include_usage: bool) -> None:
+    def __init__(
+        self, completion: Completion, *, progress: bool, include_usage: bool, reasoning: bool = True
+    ) -> None:
         self.completion = completion
         self.progress = progress
         self.include_usage = include_usage
+        self.reasoning = reasoning
 
     @classmethod
     def asked_by(cls, request: ChatCompletionRequest, completion: Completion) -> ChunkEncoder:
-        """The chunks ``request`` asks for: progress (``ragloop.progress``), usage
-        (``stream_options.include_usage``)."""
+        """The chunks ``request`` asks for: events (``ragloop.progress``), usage
+        (``stream_options.include_usage``), the progress in words (``ragloop.reasoning``, on
+        unless turned off)."""
         return cls(
             completion,
             progress=bool(request.ragloop and request.ragloop.progress),
             include_usage=bool(request.stream_options and request.stream_options.include_usage),
+            reasoning=request.ragloop.reasoning if request.ragloop else True,
         )
 
     def opening(self) -> bytes:
         return self._chunk([ChunkChoice(delta=Delta(role="assistant", content=""))])
 
     def event(self, event: LoopEvent) -> bytes:
-        if not self.progress:
-            return b""
-        return self._chunk([], ragloop={"event": event.kind, **event_data(event)})
+        chunks = []
+        if self.reasoning and (words := progress_text(event)):
+            chunks.append(self._chunk([ChunkChoice(delta=Delta(reasoning_content=words))]))
+        if self.progress:
+            chunks.append(self._chunk([], ragloop={"event": event.kind, **event_data(event)}))
+        return b"".join(chunks)
 
     def done(self, answer: QueryResponse) -> bytes:
         chunks = [

@@ -59,6 +59,12 @@ class RagloopOptions(QueryOptions):
         description="Stream the loop's events (node_started, node_finished, token: those of "
         "POST /v1/query/stream) as chunks with empty `choices` and a `ragloop` field.",
     )
+    reasoning: bool = Field(
+        True,
+        description='Stream the loop\'s progress in words ("Searching… 5 passages (…).", '
+        '"Grading… 3 of 5 passed.") as `reasoning_content` deltas before the answer, as '
+        "reasoning models stream their thinking; false: the answer's content only.",
+    )
 
 
 class StreamOptions(BaseModel):
@@ -119,10 +125,15 @@ class Choice(BaseModel):
     logprobs: None = None
 
 
+class PromptTokensDetails(BaseModel):
+    cached_tokens: int
+
+
 class ChatUsage(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
+    prompt_tokens_details: PromptTokensDetails
 
 
 RAGLOOP_EXTRAS = Field(
@@ -144,6 +155,9 @@ class ChatCompletion(BaseModel):
 class Delta(BaseModel):
     role: Literal["assistant"] | None = None
     content: str | None = None
+    # The loop's progress in words, in the field DeepSeek's API, vLLM and LM Studio stream a
+    # model's reasoning in: chat UIs show it as the model's thinking.
+    reasoning_content: str | None = None
 
 
 class ChunkChoice(BaseModel):

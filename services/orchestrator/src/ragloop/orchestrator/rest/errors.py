@@ -9,7 +9,8 @@ from fastapi.responses import JSONResponse
 from ragloop.core import context
 from ragloop.core.errors import RagloopError
 from ragloop.core.names import Stage
-from ragloop.orchestrator.loop.corrective import StageFailure, Trace, classify_error
+from ragloop.orchestrator.application.failures import UNEXPECTED_ERROR, described_failure
+from ragloop.orchestrator.loop.corrective import StageFailure, Trace
 from ragloop.orchestrator.rest.chat_schemas import OpenAIErrorDetail, OpenAIErrorResponse
 from ragloop.orchestrator.rest.schemas import ErrorDetail, ErrorResponse, ValidationErrorResponse
 
@@ -33,11 +34,6 @@ STATUS_OF_FAILURE = {
     "timeout": 504,
     "unavailable": 503,
     "internal": 502,
-}
-CODE_OF_FAILURE = {
-    "invalid": "invalid_input",
-    "not_found": "not_found",
-    "precondition": "failed_precondition",
 }
 ERROR_RESPONSES = {
     403: {"model": ErrorResponse, "description": "The API key may not act in this tenant"},
@@ -112,10 +108,7 @@ def error_response_at(path: str, status: int, detail: ErrorDetail) -> JSONRespon
 
 def unexpected_error() -> ErrorDetail:
     """What a client learns of a bug: where to look."""
-    return ErrorDetail(
-        code="internal",
-        message="unexpected error; the orchestrator's log has it under this request's X-Request-ID",
-    )
+    return ErrorDetail(code="internal", message=UNEXPECTED_ERROR)
 
 
 def invalid_input(message: str) -> JSONResponse:
@@ -137,17 +130,14 @@ def failure_detail(
     exc: StageFailure | RagloopError, stage: str, trace: Trace | None
 ) -> tuple[int, ErrorDetail]:
     """The HTTP status and error body of a failed stage call."""
-    if isinstance(exc, StageFailure):
-        kind, message, stage = exc.kind, exc.message, exc.stage
-    else:
-        kind, message = classify_error(exc, stage)
+    failure = described_failure(exc, stage, trace)
     detail = ErrorDetail(
-        code=CODE_OF_FAILURE.get(kind, f"stage_{kind}"),
-        message=message,
-        stage=stage,
-        decision_path=trace.decision_path if trace else [],
+        code=failure.code,
+        message=failure.message,
+        stage=failure.stage,
+        decision_path=failure.decision_path,
     )
-    return STATUS_OF_FAILURE[kind], detail
+    return STATUS_OF_FAILURE[failure.kind], detail
 
 
 def failure_response(

@@ -116,6 +116,7 @@ def response_to_proto(response: QueryResponse) -> rag_pb2.QueryResponse:
                 calls=usage.model_calls,
                 prompt_tokens=usage.prompt_tokens,
                 completion_tokens=usage.completion_tokens,
+                cached_prompt_tokens=usage.cached_prompt_tokens,
             ),
         ),
     )

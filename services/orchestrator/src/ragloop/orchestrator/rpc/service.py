@@ -14,11 +14,11 @@ from ragloop.core import context, tracing
 from ragloop.core.errors import InvalidInput
 from ragloop.core.grpc.server import RunningServer, ServiceSpec, start_server
 from ragloop.orchestrator.access.auth import ApiKeys, KeyDigest, bearer_token
+from ragloop.orchestrator.application.failures import UNEXPECTED_ERROR, described_failure
 from ragloop.orchestrator.application.queries import QueryService
 from ragloop.orchestrator.application.tenants import TenantRefused
 from ragloop.orchestrator.loop.corrective import StageFailure
 from ragloop.orchestrator.loop.events import LoopEvent
-from ragloop.orchestrator.rest.errors import failure_detail, unexpected_error
 from ragloop.orchestrator.rpc.messages import (
     done_event,
     event_to_proto,
@@ -95,18 +95,18 @@ async def _query_call(
         except TenantRefused as exc:
             await rpc.abort(grpc.StatusCode.PERMISSION_DENIED, str(exc))
         except StageFailure as exc:
-            _, detail = failure_detail(exc, exc.stage, exc.trace)
+            failure = described_failure(exc, exc.stage, exc.trace)
             trailing = (
-                (STAGE_KEY, detail.stage or ""),
-                (ERROR_KEY, detail.code),
-                (DECISION_PATH_KEY, ",".join(detail.decision_path)),
+                (STAGE_KEY, failure.stage or ""),
+                (ERROR_KEY, failure.code),
+                (DECISION_PATH_KEY, ",".join(failure.decision_path)),
             )
-            await rpc.abort(STATUS_OF_FAILURE[exc.kind], detail.message, trailing)
+            await rpc.abort(STATUS_OF_FAILURE[failure.kind], failure.message, trailing)
         except grpc.aio.AbortError:
             raise
         except Exception:
             log.exception("unexpected error in a gRPC query")
-            await rpc.abort(grpc.StatusCode.INTERNAL, unexpected_error().message)
+            await rpc.abort(grpc.StatusCode.INTERNAL, UNEXPECTED_ERROR)
 
 
 async def _authenticate(
