@@ -11,6 +11,8 @@ import pytest
 
 from ragloop.core.answers import NO_ANSWER
 from ragloop.core.domain import Answer, AnswerDelta, Citation
+from ragloop.core.models import ChatMessage
+from ragloop.generator.stage import AnswerFormat, ModelGenerator
 from ragloop.generator.support import cited_documents
 from tests.unit.fakes import UNCHECKED, ScriptedChatModel, doc
 from tests.unit.generator.json_format import json_generator
@@ -181,3 +183,27 @@ async def test_a_streamed_answer_the_answer_match_check_refuses_is_replaced() ->
     assert isinstance(answer, Answer) and answer.text == NO_ANSWER
     assert answer.answer_match == pytest.approx(0.1)
     assert deltas[-1] == AnswerDelta(NO_ANSWER, restart=True)
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["generate", "generate_stream"])
+async def test_a_plain_text_answer_is_checked_as_the_writers_conversation_continued(
+    streamed: bool,
+) -> None:
+    """Everything before the check's own question is the writer's prompt and reply, so that the
+    model server's prompt cache holds the passages (decision 0030)."""
+    reply = "The capital is Paris [1]."
+    model = ScriptedChatModel([reply, "Yes"], token_logprobs=[logprobs(yes=0.9, no=0.1)])
+    generator = ModelGenerator(
+        model, answer_format=AnswerFormat.TEXT, support_threshold=0.6, answer_match_threshold=0
+    )
+    question = "What is the capital of France?"
+    if streamed:
+        [*_, answer] = [e async for e in generator.generate_stream(question, DOCUMENTS)]
+    else:
+        answer = await generator.generate(question, DOCUMENTS)
+    assert answer.support == pytest.approx(0.9)
+    written, check = model.calls
+    assert check.messages[: len(written.messages)] == written.messages
+    assert check.messages[len(written.messages)] == ChatMessage("assistant", reply)
+    [task] = check.messages[len(written.messages) + 1 :]
+    assert task.role == "user" and "Do the sources state this answer" in task.content

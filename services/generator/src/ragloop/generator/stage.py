@@ -50,6 +50,7 @@ from ragloop.generator.prompts import (
     generate_messages,
     lead_messages,
     sources_block,
+    support_after_writing,
     support_messages,
     unstated_decision,
 )
@@ -155,7 +156,8 @@ class ModelGenerator:
             text_reply = await self._model.complete(messages, max_tokens=self._max_tokens)
             parsed = self._parsed_text(text_reply, documents)
             answer = self._answer(question, parsed, documents, lead, instructions)
-            return await self._checked_answer(question, answer, documents, lead)
+            written = [*messages, ChatMessage("assistant", text_reply.text)]
+            return await self._checked_answer(question, answer, documents, lead, written)
         reply = await complete_structured(
             self._model,
             messages,
@@ -214,6 +216,7 @@ class ModelGenerator:
                 ),
                 documents,
                 lead,
+                [*messages, ChatMessage("assistant", text_reply.text)],
             )
             if without_markers(shown) != without_markers(answer.text):
                 yield AnswerDelta(answer.text, restart=bool(shown))
@@ -307,7 +310,12 @@ class ModelGenerator:
         return _Lead(word, decision, usage, rounded)
 
     async def _checked_answer(
-        self, question: str, answer: Answer, documents: list[Document], lead: _Lead
+        self,
+        question: str,
+        answer: Answer,
+        documents: list[Document],
+        lead: _Lead,
+        written: list[ChatMessage] | None = None,
     ) -> Answer:
         """``answer``, or the refusal when one of two scored calls gives yes a probability below
         its threshold: the answer-match check (does the answer's text answer the question at
@@ -315,7 +323,9 @@ class ModelGenerator:
         it cites state it, decision 0008). Not for refusals, nor for answers that lead with a
         decision (asked for by the instructions or the question): a decision is weighed from the
         sources rather than stated in them, and checking it refused right ones (decisions 0008,
-        0014, 0016)."""
+        0014, 0016). ``written``: the plain-text writer's prompt and reply, which the support
+        check continues so that the model server's prompt cache holds the passages (decision
+        0030); the JSON writer's answer is checked by a prompt of its own."""
         cited = cited_documents(answer, documents)
         if lead.choices or not cited:
             return answer
@@ -337,9 +347,12 @@ class ModelGenerator:
                     refused_by=Refusal.ANSWER_MATCH,
                 )
         if self._support_threshold > 0:
-            support, usage = await self._yes_probability(
-                support_messages(question, documents, text), usage
+            check = (
+                support_after_writing(written)
+                if written
+                else support_messages(question, documents, text)
             )
+            support, usage = await self._yes_probability(check, usage)
             if support is not None and support < self._support_threshold:
                 log.info("answer refused: its sources do not state it", extra={"support": support})
                 return Answer(
