@@ -62,8 +62,8 @@ class GeneratorSettings(ChatModelSettings):
         "refusal (0: no check). Answers that lead with a decision (asked for by the "
         "instructions, between two candidates the question names, or yes or no where the "
         "question asks it) are not checked. Chosen by right minus wrong on userqa with the "
-        "two-hop guard held, with the 1.5B model "
-        "(docs/decisions/0027-answers-in-plain-text.md; first 0008-answer-support-check.md).",
+        "two-hop guard held, with the 1.5B model (docs/decisions/0030-the-support-check-continues-"
+        "the-writers-conversation.md; before it 0027 and 0008).",
     )
     generator_answer_match_threshold: float = Field(
         DEFAULT_ANSWER_MATCH_THRESHOLD,
