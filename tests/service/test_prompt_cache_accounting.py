@@ -9,8 +9,9 @@ from contextlib import aclosing
 
 from prometheus_client import REGISTRY
 
-from ragloop.core.models import ChatMessage, ChatReply, make_chat_model
+from ragloop.core.models import ChatMessage, ChatReply
 from ragloop.core.models.metered import MeteredChatModel
+from ragloop.generator.settings import GeneratorSettings
 
 # About 300 tokens that both calls begin with: what a round's shared passages are to its calls.
 SHARED = ChatMessage(
@@ -24,23 +25,15 @@ SHARED = ChatMessage(
 )
 
 
-def cached_tokens_counted() -> float:
-    labels = {"stage": "generator", "model": "llamacpp:qwen2.5-coder-1.5b-instruct"}
+def cached_tokens_counted(model: str) -> float:
+    labels = {"stage": "generator", "model": model}
     return REGISTRY.get_sample_value("ragloop_model_cached_prompt_tokens_total", labels) or 0.0
 
 
 async def test_a_repeated_prefix_is_counted_as_read_from_the_cache(llama_url: str) -> None:
-    model = MeteredChatModel(
-        make_chat_model(
-            "llamacpp:qwen2.5-coder-1.5b-instruct",
-            llamacpp_url=llama_url,
-            ollama_url="http://127.0.0.1:1",
-            ollama_keep_alive_s=60,
-            timeout_s=120,
-        ),
-        stage="generator",
-    )
-    counted_before = cached_tokens_counted()
+    settings = GeneratorSettings(llamacpp_url=llama_url)
+    model = MeteredChatModel(settings.make_chat_model(), stage="generator")
+    counted_before = cached_tokens_counted(settings.chat_model)
     try:
         first = await model.complete(
             [SHARED, ChatMessage("user", "Which process owns the directory?")], max_tokens=4
@@ -62,4 +55,4 @@ async def test_a_repeated_prefix_is_counted_as_read_from_the_cache(llama_url: st
         assert 0.8 * first.prompt_tokens < later.cached_prompt_tokens < later.prompt_tokens
     counted = first.cached_prompt_tokens + second.cached_prompt_tokens
     counted += streamed.cached_prompt_tokens
-    assert cached_tokens_counted() - counted_before == counted
+    assert cached_tokens_counted(settings.chat_model) - counted_before == counted

@@ -30,10 +30,11 @@ from bench.answers.squad import SquadQuestion, choose_squad, load_squad
 from bench.common import SHARED_DATA, cache_dir
 from bench.metrics import roc_auc
 from bench.model_server import llama_server
-from ragloop.core.models import ChatMessage, make_chat_model, make_embedder
+from ragloop.core.models import ChatMessage, make_embedder
 from ragloop.core.models.chat import ChatModel
 from ragloop.grader.prompts import score_messages
 from ragloop.grader.scores import relevance_score
+from ragloop.grader.settings import GraderSettings
 from ragloop.local.models import QWEN_CODER_1_5B
 from ragloop.retriever.settings import RetrieverSettings
 
@@ -130,13 +131,7 @@ async def run(args: argparse.Namespace) -> list[Way]:
     rounds = rounds_of(questions, texts, args.seed)
     ways = [Way("today", []), Way("shared", [])]
     with llama_server(QWEN_CODER_1_5B, cache_dir() / "logs") as url:
-        model = make_chat_model(
-            f"llamacpp:{QWEN_CODER_1_5B.name}",
-            llamacpp_url=url,
-            ollama_url="http://127.0.0.1:1",
-            ollama_keep_alive_s=60,
-            timeout_s=300,
-        )
+        model = GraderSettings(llamacpp_url=url).make_chat_model()
         try:
             await grade(model, ways[0], rounds, today_calls)
             await grade(model, ways[1], rounds, shared_calls)

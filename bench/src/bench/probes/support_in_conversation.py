@@ -31,29 +31,13 @@ from bench.metrics import roc_auc
 from bench.model_server import llama_server
 from ragloop.core.answers import without_markers
 from ragloop.core.domain import Document
-from ragloop.core.models import ChatMessage, make_chat_model
+from ragloop.core.models import ChatMessage
 from ragloop.core.models.chat import ChatModel
 from ragloop.core.models.choice import word_probabilities
-from ragloop.generator.prompts import support_messages
+from ragloop.generator.prompts import support_after_writing, support_messages
+from ragloop.generator.settings import GeneratorSettings
 from ragloop.generator.text_answer import text_messages
 from ragloop.local.models import QWEN_CODER_1_5B
-
-SUPPORT_TASK = (
-    "Check the answer above against the sources. Do the sources state this answer to the "
-    "question as asked? Reply no if they do not state it, or state it about something other "
-    "than what the question asks. Reply with one word: yes or no."
-)
-
-
-def conversation_messages(
-    question: str, documents: list[Document], answer: str
-) -> list[ChatMessage]:
-    """The writer's prompt, its answer, and the check as the next turn."""
-    return [
-        *text_messages(question, documents),
-        ChatMessage("assistant", answer),
-        ChatMessage("user", SUPPORT_TASK),
-    ]
 
 
 def answered(path: Path, datasets: set[str]) -> list[dict[str, Any]]:
@@ -93,13 +77,7 @@ async def run(args: argparse.Namespace) -> None:
     scored: dict[str, list[tuple[bool, float]]] = {"today": [], "in conversation": []}
     tokens = dict.fromkeys(scored, 0)
     with llama_server(QWEN_CODER_1_5B, cache_dir() / "logs") as url:
-        model = make_chat_model(
-            f"llamacpp:{QWEN_CODER_1_5B.name}",
-            llamacpp_url=url,
-            ollama_url="http://127.0.0.1:1",
-            ollama_keep_alive_s=60,
-            timeout_s=300,
-        )
+        model = GeneratorSettings(llamacpp_url=url).make_chat_model()
         try:
             for number, row in enumerate(right + wrong, 1):
                 documents = writer_documents(row, texts)
@@ -109,7 +87,10 @@ async def run(args: argparse.Namespace) -> None:
                 question = row["text"]
                 for name, messages in (
                     ("today", support_messages(question, documents, without_markers(answer))),
-                    ("in conversation", conversation_messages(question, documents, answer)),
+                    (
+                        "in conversation",
+                        support_after_writing(text_messages(question, documents), answer),
+                    ),
                 ):
                     probability, prompt_tokens = await yes(model, messages)
                     scored[name].append((row["correct"], probability))

@@ -287,7 +287,7 @@ async def test_the_progress_is_streamed_in_words_as_reasoning_content_by_default
 
 
 def test_a_failure_in_the_stream_is_an_openai_error_event() -> None:
-    encoder = ChunkEncoder(COMPLETION, progress=False, include_usage=False)
+    encoder = ChunkEncoder(COMPLETION, progress=False, include_usage=False, reasoning=False)
     detail = ErrorDetail(code="stage_unavailable", message="grader unavailable", stage="grader")
     [event] = events_of(encoder.failed(503, detail))
     assert event == {

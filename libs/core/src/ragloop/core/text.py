@@ -36,3 +36,9 @@ CHARS_PER_TOKEN = 4
 
 def estimated_tokens(text: str) -> int:
     return max(1, round(len(text) / CHARS_PER_TOKEN))
+
+
+def cut_at_word(text: str, limit: int) -> str:
+    """``text`` with its whitespace collapsed, cut at the last word within ``limit`` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"

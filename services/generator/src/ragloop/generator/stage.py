@@ -156,8 +156,9 @@ class ModelGenerator:
             text_reply = await self._model.complete(messages, max_tokens=self._max_tokens)
             parsed = self._parsed_text(text_reply, documents)
             answer = self._answer(question, parsed, documents, lead, instructions)
-            written = [*messages, ChatMessage("assistant", text_reply.text)]
-            return await self._checked_answer(question, answer, documents, lead, written)
+            return await self._checked_answer(
+                question, answer, documents, lead, writer=(messages, text_reply.text)
+            )
         reply = await complete_structured(
             self._model,
             messages,
@@ -216,7 +217,7 @@ class ModelGenerator:
                 ),
                 documents,
                 lead,
-                [*messages, ChatMessage("assistant", text_reply.text)],
+                writer=(messages, text_reply.text),
             )
             if without_markers(shown) != without_markers(answer.text):
                 yield AnswerDelta(answer.text, restart=bool(shown))
@@ -315,7 +316,8 @@ class ModelGenerator:
         answer: Answer,
         documents: list[Document],
         lead: _Lead,
-        written: list[ChatMessage] | None = None,
+        *,
+        writer: tuple[list[ChatMessage], str] | None = None,
     ) -> Answer:
         """``answer``, or the refusal when one of two scored calls gives yes a probability below
         its threshold: the answer-match check (does the answer's text answer the question at
@@ -323,7 +325,7 @@ class ModelGenerator:
         it cites state it, decision 0008). Not for refusals, nor for answers that lead with a
         decision (asked for by the instructions or the question): a decision is weighed from the
         sources rather than stated in them, and checking it refused right ones (decisions 0008,
-        0014, 0016). ``written``: the plain-text writer's prompt and reply, which the support
+        0014, 0016). ``writer``: the plain-text writer's prompt and reply, which the support
         check continues so that the model server's prompt cache holds the passages (decision
         0030); the JSON writer's answer is checked by a prompt of its own."""
         cited = cited_documents(answer, documents)
@@ -348,8 +350,8 @@ class ModelGenerator:
                 )
         if self._support_threshold > 0:
             check = (
-                support_after_writing(written)
-                if written
+                support_after_writing(*writer)
+                if writer
                 else support_messages(question, documents, text)
             )
             support, usage = await self._yes_probability(check, usage)

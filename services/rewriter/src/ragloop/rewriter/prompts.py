@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 
 from ragloop.core.domain import GradedDocument, RewriteAttempt, Turn
 from ragloop.core.models import ChatMessage
+from ragloop.core.text import cut_at_word
 
 PROMPT_VERSION = "rewrite-v6"
 # The failed passages tell the model what the query found; the first words of the best three say
@@ -274,9 +275,3 @@ def _conversation(history: list[Turn], question: str) -> str:
         lines.append(f"{speaker}: {cut_at_word(turn.content, TURN_CHARS_SHOWN)}")
     lines.append(f"Follow-up question: {question}")
     return "\n".join(lines)
-
-
-def cut_at_word(text: str, limit: int) -> str:
-    """``text`` with its whitespace collapsed, cut at the last word within ``limit`` characters."""
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"

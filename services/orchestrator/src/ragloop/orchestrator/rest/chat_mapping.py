@@ -225,7 +225,7 @@ class ChunkEncoder:
     usage chunk when asked, and ``[DONE]``; or an error event in OpenAI's shape."""
 
     def __init__(
-        self, completion: Completion, *, progress: bool, include_usage: bool, reasoning: bool = True
+        self, completion: Completion, *, progress: bool, include_usage: bool, reasoning: bool
     ) -> None:
         self.completion = completion
         self.progress = progress
@@ -237,11 +237,12 @@ class ChunkEncoder:
         """The chunks ``request`` asks for: events (``ragloop.progress``), usage
         (``stream_options.include_usage``), the progress in words (``ragloop.reasoning``, on
         unless turned off)."""
+        options = request.ragloop or RagloopOptions()
         return cls(
             completion,
-            progress=bool(request.ragloop and request.ragloop.progress),
+            progress=options.progress,
             include_usage=bool(request.stream_options and request.stream_options.include_usage),
-            reasoning=request.ragloop.reasoning if request.ragloop else True,
+            reasoning=options.reasoning,
         )
 
     def opening(self) -> bytes:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragloop.core.names import LoopNode
+from ragloop.core.text import cut_at_word
 from ragloop.orchestrator.loop.events import AnswerToken, LoopEvent, NodeFinished, NodeStarted
 
 SOURCES_NAMED = 3  # a search's sources named in its line; more are counted
@@ -68,7 +69,4 @@ def _found(documents: list[dict[str, Any]]) -> str:
 
 
 def _quoted(text: str) -> str:
-    text = " ".join(text.split())
-    if len(text) > QUERY_CHARS:
-        text = text[:QUERY_CHARS].rsplit(" ", 1)[0] + "…"
-    return f"“{text}”"
+    return f"“{cut_at_word(text, QUERY_CHARS)}”"
