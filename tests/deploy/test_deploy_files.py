@@ -5,6 +5,7 @@ one of them."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,9 +81,9 @@ def test_a_new_registry_row_reaches_every_deployment_file(with_a_reranker: dict[
     assert {d["kind"] for d in manifest} >= {"Deployment", "Service", "HorizontalPodAutoscaler"}
     kustomization = yaml.safe_load(files["k8s/kustomization.yaml"])
     assert "reranker.yaml" in kustomization["resources"]
-    assert "ragloop-reranker" in {image["name"] for image in kustomization["images"]}
-    settings = yaml.safe_load(files["k8s/settings.yaml"])["data"]
-    assert settings["RAGLOOP_RERANKER_ADDRESS"] == "dns:///reranker:50055"
+    overlay = yaml.safe_load(files["k8s-overlays/example/kustomization.yaml"])
+    assert "ragloop-reranker" in {image["name"] for image in overlay["images"]}
+    assert "RAGLOOP_RERANKER_ADDRESS=dns:///reranker:50055\n" in files["k8s/settings.env"]
 
     mtls = yaml.safe_load(files["docker-compose.mtls.yml"])["services"]["reranker"]
     assert mtls["healthcheck"]["test"][-2:] == ["--tls-server-name", "reranker"]
@@ -110,3 +111,64 @@ def test_a_region_without_its_markers_is_refused(tmp_path: Path) -> None:
 
 def _alert_rules(text: str) -> list[dict[str, Any]]:
     return [rule for group in yaml.safe_load(text)["groups"] for rule in group["rules"]]
+
+
+@pytest.mark.parametrize(
+    ("tier", "per_pod", "replicas"),
+    [
+        (deploy_files.GPU_TIER, 2, (2, 4)),  # 2 Ollama pods × 4 slots
+        (deploy_files.CPU_TIER, 1, (2, 2)),  # 2 × 1
+        (deploy_files.ModelTier(replicas=4, parallel=4), 4, (2, 4)),
+        (deploy_files.ModelTier(replicas=3, parallel=1), 1, (2, 3)),
+    ],
+)
+def test_admission_follows_from_the_model_tiers_slots(
+    tier: deploy_files.ModelTier, per_pod: int, replicas: tuple[int, int]
+) -> None:
+    """All the orchestrator pods the HPA may run, each full, hold no more queries than the tier
+    has slots; at its minimum at least half of them."""
+    admission = deploy_files.Admission(tier)
+    assert (admission.per_pod, (admission.min_replicas, admission.max_replicas)) == (
+        per_pod,
+        replicas,
+    )
+    assert admission.max_replicas * admission.per_pod <= tier.slots
+    assert 2 * admission.min_replicas * admission.per_pod >= tier.slots
+
+
+def test_a_tier_with_fewer_slots_than_orchestrator_pods_is_refused() -> None:
+    with pytest.raises(ValueError, match="fewer slots"):
+        deploy_files.Admission(deploy_files.ModelTier(replicas=1, parallel=1))
+
+
+def test_the_files_carry_the_generated_admission_and_grace() -> None:
+    settings = (K8S / "settings.env").read_text()
+    admission = deploy_files.Admission(deploy_files.GPU_TIER)
+    assert f"RAGLOOP_MAX_INFLIGHT_QUERIES={admission.per_pod}\n" in settings
+    assert f"RAGLOOP_SHUTDOWN_GRACE_S={deploy_files.SHUTDOWN.grace_s}\n" in settings
+    assert deploy_files.SHUTDOWN.grace_s >= deploy_files.longest_query_budget_s() == 600
+    assert deploy_files.SHUTDOWN.grace_s >= deploy_files.longest_ingest_s() == 3600
+
+
+DEPLOYMENT_DOC = DEPLOY.parent / "docs" / "deployment.md"
+
+
+def test_the_deployment_docs_name_only_files_that_exist() -> None:
+    named = set(re.findall(r"`(deploy/[\w./-]*\w/?)", DEPLOYMENT_DOC.read_text()))
+    # What the user makes: certificates, deploy/.env, an overlay of their own.
+    named = {
+        p
+        for p in named
+        if not p.startswith(("deploy/tls", "deploy/.env", "deploy/k8s-overlays/prod"))
+    }
+    assert "deploy/k8s-overlays/example" in named
+    missing = sorted(path for path in named if not (DEPLOY.parent / path).exists())
+    assert not missing, f"docs/deployment.md names {missing}"
+
+
+def test_the_deployment_docs_give_the_generated_timings() -> None:
+    text = DEPLOYMENT_DOC.read_text()
+    section = text[text.index("## Draining on shutdown") :]
+    shutdown = deploy_files.SHUTDOWN
+    for figure in (shutdown.grace_s, shutdown.kill_after_s, shutdown.proxy_timeout_s):
+        assert f"({figure:,} s)" in section, figure

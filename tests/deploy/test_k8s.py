@@ -1,7 +1,8 @@
-"""deploy/k8s/ offline: every document against the Kubernetes schema (kubernetes-validate, where
-installed), and how the documents fit together and with the code: probes on the ports the
-services serve, HPAs and PDBs for every Deployment, Services and an Ingress that reach real
-ports, settings that exist, the model tier on its own, Milvus from its official chart."""
+"""deploy/k8s/ offline, as `kubectl kustomize` renders it: every document against the Kubernetes
+schema (kubernetes-validate, where installed), and how the documents fit together and with the
+code: probes on the ports the services serve, HPAs and PDBs for every Deployment, Services and an
+Ingress that reach real ports, settings that exist, the model tier on its own, Milvus from its
+official chart."""
 
 from __future__ import annotations
 
@@ -14,7 +15,11 @@ import yaml
 
 from ragloop.core.metrics.exporter import DEFAULT_METRICS_PORTS
 from ragloop.orchestrator.application.requests import QueryRequest
+from ragloop.orchestrator.rest.app import create_app
+from ragloop.orchestrator.settings import OrchestratorSettings
+from scripts.deploy_files import EXAMPLE_OVERLAY
 from tests.deploy.helpers import (
+    COMPOSE_FILE,
     K8S,
     SERVICES,
     STAGES,
@@ -22,6 +27,7 @@ from tests.deploy.helpers import (
     default,
     grpc_port,
 )
+from tests.deploy.kustomize import find, kustomize, render
 
 KUSTOMIZATION = K8S / "kustomization.yaml"
 MILVUS_VALUES = K8S / "milvus-values.yaml"
@@ -36,12 +42,7 @@ def kustomization() -> Doc:
 
 @cache
 def documents() -> tuple[Doc, ...]:
-    return tuple(
-        document
-        for resource in kustomization()["resources"]
-        for document in yaml.safe_load_all((K8S / resource).read_text())
-        if document
-    )
+    return kustomize(K8S)
 
 
 def of_kind(kind: str) -> dict[str, Doc]:
@@ -69,8 +70,17 @@ def selects(selector: dict[str, str], workload: Doc) -> bool:
     return selector.items() <= pod(workload)["metadata"]["labels"].items()
 
 
+def settings_map() -> Doc:
+    """The ConfigMap ragloop-settings, generated with a hash in its name."""
+    return find(documents(), "ConfigMap", "ragloop-settings")
+
+
 def settings() -> dict[str, str]:
-    return of_kind("ConfigMap")["ragloop-settings"]["data"]
+    return settings_map()["data"]
+
+
+def reads_settings(environment: list[Doc]) -> bool:
+    return {"configMapRef": {"name": settings_map()["metadata"]["name"]}} in environment
 
 
 def service_port(host_port: str) -> tuple[Doc, int]:
@@ -84,10 +94,10 @@ def service_port(host_port: str) -> tuple[Doc, int]:
 def test_kustomization_applies_every_manifest_once() -> None:
     manifests = {p.name for p in K8S.glob("*.yaml")} - {KUSTOMIZATION.name, MILVUS_VALUES.name}
     assert sorted(kustomization()["resources"]) == sorted(manifests)
+    (generated,) = kustomization()["configMapGenerator"]
+    assert generated == {"name": "ragloop-settings", "envs": ["settings.env"]}
     keys = [(d["kind"], d["metadata"]["name"]) for d in documents()]
     assert len(keys) == len(set(keys))
-    images = {image["name"] for image in kustomization()["images"]}
-    assert images == {f"ragloop-{service}" for service in SERVICES}
 
 
 def test_every_document_matches_the_kubernetes_schema() -> None:
@@ -107,7 +117,7 @@ def test_each_service_is_a_hardened_deployment_ready_on_grpc_health(service: str
     assert ports(deployment)["grpc"] == grpc_port(service)
     assert spec["readinessProbe"]["grpc"]["port"] == grpc_port(service)  # the kubelet's gRPC probe
     assert "livenessProbe" in spec
-    assert {"configMapRef": {"name": "ragloop-settings"}} in spec["envFrom"]
+    assert reads_settings(spec["envFrom"])
     security = pod(deployment)["spec"]["securityContext"]
     assert security["runAsNonRoot"] and security["runAsUser"] != 0
     assert spec["securityContext"]["readOnlyRootFilesystem"]
@@ -154,20 +164,109 @@ def test_the_orchestrator_is_reached_through_its_service_and_an_ingress() -> Non
         for rule in ingress["spec"]["rules"]
         for path in rule["http"]["paths"]
     ]
-    assert backends == [{"name": "orchestrator", "port": {"name": "http"}}]
+    assert backends and all(
+        b == {"name": "orchestrator", "port": {"name": "http"}} for b in backends
+    )
     service = of_kind("Service")["orchestrator"]
     http = next(p for p in service["spec"]["ports"] if p["name"] == "http")
     assert http["port"] == default("orchestrator", "http_port")
     assert ingress["spec"]["tls"], "the API key travels in a header: TLS only"
     annotations = ingress["metadata"]["annotations"]
     assert annotations["nginx.ingress.kubernetes.io/proxy-buffering"] == "off"  # SSE
-    longest_budget = next(
-        m.le for m in QueryRequest.model_fields["time_budget_s"].metadata if hasattr(m, "le")
-    )
-    assert int(annotations["nginx.ingress.kubernetes.io/proxy-read-timeout"]) > longest_budget
     secret_sources = [s for s in container(of_kind("Deployment")["orchestrator"])["envFrom"]]
     assert {"secretRef": {"name": "ragloop-api-keys"}} in secret_sources  # not optional
     assert not of_kind("Secret"), "secrets are created by the operator, never committed"
+
+
+def ingress_routes(ingress: Doc, path: str) -> bool:
+    """Whether the Ingress sends ``path`` to a backend, as Kubernetes defines its path types:
+    Exact the whole path, Prefix whole path elements."""
+    elements = [e for e in path.split("/") if e]
+    for rule in ingress["spec"]["rules"]:
+        for route in rule["http"]["paths"]:
+            if route["pathType"] == "Exact" and route["path"] == path:
+                return True
+            prefix = [e for e in route["path"].split("/") if e]
+            if route["pathType"] == "Prefix" and elements[: len(prefix)] == prefix:
+                return True
+    return False
+
+
+def flat_routes(found: list[Any]) -> list[Any]:
+    """The routes, those of included routers among them (FastAPI keeps an included router
+    whole, as ``original_router``; the routers here have no prefix)."""
+    flat = []
+    for route in found:
+        included = getattr(route, "original_router", None)
+        flat += flat_routes(included.routes) if included is not None else [route]
+    return flat
+
+
+def app_paths() -> dict[str, str]:
+    """A request path for every route the orchestrator's REST app serves, by its route."""
+    paths = {}
+    for route in flat_routes(create_app(OrchestratorSettings()).routes):
+        sample = re.sub(r"\{[^}]+\}", "x", route.path)
+        paths[route.path] = sample if hasattr(route, "endpoint") else f"{sample}/page.js"  # Mount
+    return paths
+
+
+def test_the_ingress_routes_only_the_paths_users_call() -> None:
+    """The API (/v1/…, the OpenAI-compatible routes among them) and the page (/, /static/…)
+    pass; the rest of what the app serves, which needs no key (metrics, health, readiness, the
+    API docs), does not."""
+    (ingress,) = of_kind("Ingress").values()
+    paths = app_paths()
+    public = {t for t in paths if t.startswith("/v1/") or t in {"/", "/static"}}
+    assert {"/v1/query", "/v1/chat/completions", "/v1/models", "/static"} <= public
+    assert {"/metrics", "/healthz", "/readyz", "/docs", "/openapi.json"} <= set(paths) - public
+    for template, path in paths.items():
+        assert ingress_routes(ingress, path) == (template in public), template
+
+
+def test_the_grace_covers_the_longest_work_a_request_can_be_granted() -> None:
+    """A rollout cuts no query nor ingest: each process gets, after its drain, a grace at least
+    the longest budget a query may ask for and the ingest deadline; Kubernetes and compose wait
+    for both before killing it, and the Ingress waits as long for an answer."""
+    longest_query = next(
+        m.le for m in QueryRequest.model_fields["time_budget_s"].metadata if hasattr(m, "le")
+    )
+    longest_ingest = OrchestratorSettings.model_fields["ingest_timeout_s"].default
+    drain = int(settings()["RAGLOOP_SHUTDOWN_DRAIN_S"])
+    grace = int(settings()["RAGLOOP_SHUTDOWN_GRACE_S"])
+    assert grace >= max(longest_query, longest_ingest)
+    for name, workload in of_kind("Deployment").items():
+        assert pod(workload)["spec"]["terminationGracePeriodSeconds"] > drain + grace, name
+    (ingress,) = of_kind("Ingress").values()
+    for way in ("read", "send"):
+        timeout = ingress["metadata"]["annotations"][
+            f"nginx.ingress.kubernetes.io/proxy-{way}-timeout"
+        ]
+        assert int(timeout) > grace
+    compose = yaml.safe_load(COMPOSE_FILE.read_text())
+    assert int(compose["x-common-settings"]["RAGLOOP_SHUTDOWN_GRACE_S"]) == grace
+    assert int(compose["x-ragloop"]["stop_grace_period"].removesuffix("s")) > drain + grace
+
+
+def test_the_orchestrators_admit_no_more_queries_than_the_model_tier_has_slots() -> None:
+    ollama = of_kind("StatefulSet")["ollama"]
+    parallel = {e["name"]: e for e in container(ollama)["env"]}["OLLAMA_NUM_PARALLEL"]["value"]
+    slots = ollama["spec"]["replicas"] * int(parallel)
+    scaler = of_kind("HorizontalPodAutoscaler")["orchestrator"]["spec"]
+    per_pod = int(settings()["RAGLOOP_MAX_INFLIGHT_QUERIES"])
+    assert scaler["maxReplicas"] * per_pod <= slots
+    assert scaler["minReplicas"] * per_pod * 2 >= slots, "the minimum leaves the tier idle"
+
+
+def test_a_release_names_its_images_in_an_overlay_not_the_base() -> None:
+    assert "images" not in kustomization(), "a tag in the base is every release's"
+    images = {
+        c["image"]
+        for d in render(EXAMPLE_OVERLAY.parent)
+        if d["kind"] == "Deployment"
+        for c in pod(d)["spec"]["containers"]
+    }
+    assert images == {f"registry.example.com/ragloop/{s}:RELEASE" for s in SERVICES}
 
 
 def test_settings_exist_and_name_the_cluster_services() -> None:
@@ -214,9 +313,11 @@ def test_the_model_tier_is_a_separately_scaled_workload() -> None:
     keep_alive = environment["OLLAMA_KEEP_ALIVE"]["valueFrom"]["configMapKeyRef"]["key"]
     assert keep_alive in settings()
     (pull,) = pod(ollama)["spec"]["initContainers"]
-    assert {"configMapRef": {"name": "ragloop-settings"}} in pull["envFrom"]
-    script = " ".join(pull["args"])
-    assert "RAGLOOP_CHAT_MODEL#ollama:" in script and "RAGLOOP_EMBEDDING_MODEL#ollama:" in script
+    keys = {e["valueFrom"]["configMapKeyRef"]["key"] for e in pull["env"]}
+    assert keys == {
+        "RAGLOOP_CHAT_MODEL",
+        "RAGLOOP_EMBEDDING_MODEL",
+    }  # what it pulls: test_k8s_components
     assert any(
         selects(b["spec"]["selector"]["matchLabels"], ollama)
         for b in of_kind("PodDisruptionBudget").values()
