@@ -13,7 +13,8 @@ hand-written files, between a ``# begin <region>: …`` and a ``# end <region>``
 services (from ``deploy/templates/compose-stage.yml``) and the orchestrator's stage addresses and
 dependencies in docker-compose.yml, the stage manifests and images of the kustomization, the stage
 addresses of the ConfigMap, and the stages' scrape jobs; the shutdown timings (``SHUTDOWN``) in
-the compose file, the ConfigMap and every Deployment. In place: the PromQL matchers that name
+the compose file, the ConfigMap and every Deployment; every compose service's CPU and memory limits
+(``compose_service_limits``). In place: the PromQL matchers that name
 the ragloop jobs and the chat stages' services (alert rules, stages dashboard).
 tests/deploy/test_deploy_files.py fails while any of them is out of date.
 """
@@ -159,6 +160,59 @@ SIZING = {
     Stage.RETRIEVER: Sizing(cpu="250m", memory="512Mi", memory_limit="2Gi", max_replicas=6),
     Stage.REWRITER: Sizing(max_replicas=4),
 }
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The most one compose container may use: ``cpus`` cores and ``memory`` in Docker's units
+    (``m`` MiB, ``g`` GiB). Caps against one runaway service, not reservations: together they
+    exceed the 4 cores and 8 GB docs/deployment.md asks of the host, and no one service can take
+    it all."""
+
+    cpus: float
+    memory: str
+
+
+def docker_memory(quantity: str) -> str:
+    """A Kubernetes quantity in Mi or Gi as Docker writes it (the same binary units)."""
+    match = re.fullmatch(r"(\d+)([MG])i", quantity)
+    if match is None:
+        raise ValueError(f"{quantity!r} is not a quantity in Mi or Gi")
+    return f"{match[1]}{match[2].lower()}"
+
+
+def stage_limits(spec: StageSpec) -> Limits:
+    """A stage waits on the model tier (one core is plenty); its memory as in Kubernetes."""
+    return Limits(cpus=1, memory=docker_memory(SIZING.get(spec.name, Sizing()).memory_limit))
+
+
+# The limits of the compose services that are not stages (docs/deployment.md, "Limits on one
+# host"); a service without limits fails tests/deploy/test_compose.py. Memory as the Kubernetes
+# pods of the same server (the orchestrator, Jaeger and GPU Ollama: the same test compares).
+COMPOSE_LIMITS: dict[str, Limits] = {
+    # Milvus standalone holds the loaded collections in memory: a 768-d vector is 3 KiB, so 4 GiB
+    # is about a million chunks with their index; raise it with the collection.
+    "milvus-standalone": Limits(cpus=2, memory="4g"),
+    "milvus-etcd": Limits(cpus=1, memory="1g"),
+    "milvus-minio": Limits(cpus=1, memory="1g"),
+    # The model server: all 4 cores of the documented host; the default 1.5B chat model, the
+    # embedding model and an 8192-token context fit in 8 GiB (what components/ollama-cpu asks for).
+    "ollama": Limits(cpus=4, memory="8g"),
+    "ollama-gpu": Limits(cpus=4, memory="16g"),  # ollama.yaml: a 7B model's weights in RAM too
+    "ollama-pull": Limits(cpus=0.5, memory="256m"),
+    "orchestrator": Limits(cpus=1, memory="2g"),
+    "prometheus": Limits(cpus=1, memory="1g"),
+    "alertmanager": Limits(cpus=0.5, memory="256m"),
+    "jaeger": Limits(cpus=1, memory="4g"),  # the newest 100,000 traces, in memory
+    "grafana": Limits(cpus=1, memory="512m"),
+}
+
+
+def compose_service_limits() -> dict[str, Limits]:
+    """Every compose service's limits: each stage's from the registry, the others'."""
+    return {**COMPOSE_LIMITS, **{str(spec.name): stage_limits(spec) for spec in STAGE_SPECS}}
+
+
 # The compose anchors of the settings several services share (x-…-settings).
 COMPOSE_ANCHORS = {
     CommonSettings: "common-settings",
@@ -180,15 +234,18 @@ COMPOSE_WAITS_FOR = {
 }
 # Settings a stage's pods read from a Secret rather than the ConfigMap: (Secret, key, comment).
 K8S_SECRETS = {
+    # Required: milvus-values.yaml turns Milvus's authorization on.
     "RAGLOOP_MILVUS_TOKEN": (
         "ragloop-milvus",
         "token",
         "user:password of a Milvus with authentication",
+        False,
     ),
     "RAGLOOP_OPENAI_API_KEY": (
         "ragloop-openai",
         "api-key",
         "bearer token of an OpenAI-compatible server (vLLM, OpenAI)",
+        True,
     ),
 }
 
@@ -306,6 +363,15 @@ def compose_services() -> str:
     return "\n".join(compose_service(spec) for spec in STAGE_SPECS)
 
 
+def compose_limits() -> str:
+    """One anchor per service (``&limits-NAME``), which the service's ``deploy.resources.limits``
+    names."""
+    return "".join(
+        f'{name}: &limits-{name} {{cpus: "{limits.cpus:g}", memory: {limits.memory}}}\n'
+        for name, limits in compose_service_limits().items()
+    )
+
+
 def compose_dependencies() -> str:
     return "".join(f"{spec.name}:\n  condition: service_healthy\n" for spec in STAGE_SPECS)
 
@@ -325,11 +391,12 @@ def k8s_manifest(spec: StageSpec) -> str:
     secret_env = []
     for var in reads(spec):
         if var in K8S_SECRETS:
-            secret, key, comment = K8S_SECRETS[var]
+            secret, key, comment, optional = K8S_SECRETS[var]
             secret_env += [
                 f"            - name: {var}  # {comment}",
                 "              valueFrom:",
-                f"                secretKeyRef: {{name: {secret}, key: {key}, optional: true}}",
+                f"                secretKeyRef: {{name: {secret}, key: {key}, "
+                f"optional: {str(optional).lower()}}}",
             ]
     if secret_env:
         secret_env.insert(0, "          env:")
@@ -564,6 +631,7 @@ REGIONS: dict[Path, dict[str, Callable[[], str]]] = {
         "stage-services": compose_services,
         "stage-addresses": stage_addresses,
         "stage-dependencies": compose_dependencies,
+        "limits": compose_limits,
     },
     K8S / "kustomization.yaml": {"stage-manifests": k8s_manifests},
     EXAMPLE_OVERLAY: {"images": k8s_images},

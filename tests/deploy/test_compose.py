@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from ragloop.core.metrics.exporter import DEFAULT_METRICS_PORTS
+from scripts.deploy_files import compose_service_limits
 from tests.deploy.compose_helpers import (
     Compose,
     bind_mounts,
@@ -26,6 +27,7 @@ from tests.deploy.helpers import (
     DEPLOY,
     ENV_EXAMPLE,
     INIT_ENV,
+    K8S,
     SERVICES,
     STAGES,
     all_settings_variables,
@@ -37,9 +39,12 @@ from tests.deploy.helpers import (
     settings_variables,
     variable,
 )
+from tests.deploy.kustomize import find, kustomize
 from tests.observability.expressions import scrape_jobs
 
-SECRETS = ("RAGLOOP_API_KEYS", "GRAFANA_ADMIN_PASSWORD")
+SECRETS = ("RAGLOOP_API_KEYS", "GRAFANA_ADMIN_PASSWORD", "MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD")
+# MinIO's image default, which Milvus's own compose file keeps.
+MINIO_DEFAULT_CREDENTIAL = "minioadmin"
 HEALTHCHECK_COMMAND = ["CMD", "python", "-m", "ragloop.core.grpc.healthcheck"]
 COMPOSE_SECTION = "# === docker compose"
 PROMETHEUS_CONFIG = DEPLOY / "prometheus" / "prometheus.yml"
@@ -105,6 +110,31 @@ def test_init_env_fills_the_secrets_once_and_privately(tmp_path: Path) -> None:
     assert first.read_text() == before, "an existing deploy/.env must be kept"
     other = env_file_values(initialized_env(tmp_path / "b").read_text())
     assert all(other[secret] != values[secret] for secret in SECRETS)
+
+
+def test_init_env_fills_only_the_empty_secrets_of_an_existing_env(tmp_path: Path) -> None:
+    """An older deploy/.env keeps the MinIO credentials its volume started with; a secret left
+    empty there (a `cp .env.example .env` by hand) is filled."""
+    env_file = initialized_env(tmp_path)
+    kept = {"MINIO_ROOT_USER": "operator", "MINIO_ROOT_PASSWORD": "chosen-by-hand"}
+    lines = []
+    for line in env_file.read_text().splitlines():
+        name = line.partition("=")[0]
+        if name in kept:
+            line = f"{name}={kept[name]}"
+        elif name == "GRAFANA_ADMIN_PASSWORD":
+            line = f"{name}="
+        lines.append(line)
+    env_file.write_text("\n".join(lines) + "\n")
+    subprocess.run(["sh", str(tmp_path / INIT_ENV.name)], check=True, capture_output=True)
+    after = env_file_values(env_file.read_text())
+    assert {name: after[name] for name in kept} == kept
+    assert after["GRAFANA_ADMIN_PASSWORD"]
+    before = env_file_values("\n".join(lines))
+    assert {k: v for k, v in after.items() if k != "GRAFANA_ADMIN_PASSWORD"} == {
+        k: v for k, v in before.items() if k != "GRAFANA_ADMIN_PASSWORD"
+    }
+    assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
 
 
 @pytest.mark.parametrize("secret", SECRETS)
@@ -258,6 +288,23 @@ def test_ollama_runs_on_cpu_or_gpu_by_profile(
     assert services["grader"]["environment"]["RAGLOOP_OLLAMA_URL"] == "http://ollama:11434"
 
 
+def test_milvus_reaches_minio_with_the_generated_credentials(
+    services: dict[str, dict[str, Any]], env: dict[str, str]
+) -> None:
+    minio = services["milvus-minio"]["environment"]
+    milvus = services["milvus-standalone"]["environment"]
+    assert (minio["MINIO_ROOT_USER"], minio["MINIO_ROOT_PASSWORD"]) == (
+        env["MINIO_ROOT_USER"],
+        env["MINIO_ROOT_PASSWORD"],
+    )
+    assert (milvus["MINIO_ACCESS_KEY_ID"], milvus["MINIO_SECRET_ACCESS_KEY"]) == (
+        env["MINIO_ROOT_USER"],
+        env["MINIO_ROOT_PASSWORD"],
+    )
+    assert MINIO_DEFAULT_CREDENTIAL not in {env["MINIO_ROOT_USER"], env["MINIO_ROOT_PASSWORD"]}
+    assert MINIO_DEFAULT_CREDENTIAL not in ENV_EXAMPLE.read_text()
+
+
 def test_milvus_is_standalone_2_5_or_newer(services: dict[str, dict[str, Any]]) -> None:
     milvus = services["milvus-standalone"]
     version = re.search(r":v(\d+)\.(\d+)", milvus["image"])
@@ -289,6 +336,19 @@ def test_only_the_orchestrator_and_grafana_are_published(
         assert {host for host, _, _ in specs} == {env["PUBLISH_ADDRESS"]}
 
 
+def test_published_ports_stay_on_this_host_unless_widened(
+    compose: Compose, env_file: Path, services: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    hosts = {host for s in services.values() for host, _, _ in published(s)}
+    assert hosts == {"127.0.0.1"}, "published on loopback by default (.env.example)"
+    widened = tmp_path / ".env"
+    widened.write_text(
+        re.sub(r"^PUBLISH_ADDRESS=.*$", "PUBLISH_ADDRESS=0.0.0.0", env_file.read_text(), flags=re.M)
+    )
+    wide = compose.config(widened)["services"]
+    assert {host for s in wide.values() for host, _, _ in published(s)} == {"0.0.0.0"}
+
+
 def test_stages_milvus_and_prometheus_stay_on_the_internal_network(
     config: dict[str, Any],
 ) -> None:
@@ -299,6 +359,50 @@ def test_stages_milvus_and_prometheus_stay_on_the_internal_network(
     }
     # Published (orchestrator, Grafana), downloading models (Ollama) or notifying (Alertmanager).
     assert outside == {"orchestrator", "grafana", "ollama", "ollama-gpu", "alertmanager"}
+
+
+# --- limits ---------------------------------------------------------------------------------
+
+
+def test_every_service_has_the_cpu_and_memory_limits_of_its_definition(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    defined = compose_service_limits()
+    assert set(defined) == set(services), "limits for each service, none for a gone one"
+    for name, service in services.items():
+        limits = service.get("deploy", {}).get("resources", {}).get("limits")
+        assert limits, f"{name} has no limits"
+        assert float(limits["cpus"]) == defined[name].cpus, name
+        assert limits["memory"] == defined[name].memory, name
+
+
+def gibibytes(quantity: str) -> float:
+    """A Kubernetes (Mi, Gi) or Docker (m, g) memory quantity, in GiB."""
+    number, unit = re.fullmatch(r"(\d+)([mMgG])i?", quantity).groups()
+    return int(number) / (1024 if unit in "mM" else 1)
+
+
+# Compose services and the Kubernetes workload of the same server.
+KUBERNETES_WORKLOADS = {
+    **{name: ("Deployment", name) for name in SERVICES},
+    "jaeger": ("StatefulSet", "jaeger"),
+    "ollama-gpu": ("StatefulSet", "ollama"),  # the base's model tier has a GPU per pod
+}
+
+
+@pytest.fixture(scope="module")
+def k8s_base() -> tuple[dict[str, Any], ...]:
+    return kustomize(K8S)
+
+
+@pytest.mark.parametrize("name", KUBERNETES_WORKLOADS)
+def test_compose_gives_a_service_the_memory_its_kubernetes_pods_have(
+    services: dict[str, dict[str, Any]], k8s_base: tuple[dict[str, Any], ...], name: str
+) -> None:
+    workload = find(k8s_base, *KUBERNETES_WORKLOADS[name])
+    (container,) = workload["spec"]["template"]["spec"]["containers"]
+    memory = services[name]["deploy"]["resources"]["limits"]["memory"]
+    assert gibibytes(memory) == gibibytes(container["resources"]["limits"]["memory"])
 
 
 # --- observability --------------------------------------------------------------------------

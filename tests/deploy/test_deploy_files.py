@@ -73,6 +73,7 @@ def test_a_new_registry_row_reaches_every_deployment_file(with_a_reranker: dict[
     assert reranker["expose"] == ["50055", "9105"]
     assert reranker["environment"]["RAGLOOP_REWRITER_REASONING"] is None  # its own settings
     assert "ollama-pull" in reranker["depends_on"]  # a chat stage waits for the models
+    assert reranker["deploy"]["resources"]["limits"]["memory"] == "1g"  # a model stage's
     orchestrator = compose["orchestrator"]
     assert orchestrator["environment"]["RAGLOOP_RERANKER_ADDRESS"] == "dns:///reranker:50055"
     assert "reranker" in orchestrator["depends_on"]
