@@ -40,6 +40,7 @@ from ragloop.local.processes import ChildProcess, free_port
 from ragloop.local.readiness import http_ok
 from tests.apt import apt_install
 from tests.conftest import REPO_ROOT
+from tests.observability.alertmanager_helpers import ALERTMANAGER_CONFIG, running_alertmanager
 from tests.observability.expressions import ALERT_RULES, PROMETHEUS_CONFIG
 from tests.observability.prometheus_helpers import (
     Prometheus,
@@ -49,7 +50,6 @@ from tests.observability.prometheus_helpers import (
 
 pytestmark = pytest.mark.observability
 
-ALERTMANAGER_CONFIG = REPO_ROOT / "deploy" / "alertmanager" / "alertmanager.yml"
 POD_MONITORS = REPO_ROOT / "deploy" / "k8s" / "components" / "monitoring" / "pod-monitors.yaml"
 GRADER = stage_spec(Stage.GRADER)
 SERVICE_DOWN = "RagloopServiceDown"
@@ -86,34 +86,6 @@ def grader_replica(workdir: Path, name: str) -> Iterator[Replica]:
         metrics = f"127.0.0.1:{metrics_port}"
         child.wait_until(lambda: http_ok(f"http://{metrics}/metrics"), timeout_s=WAIT_S)
         yield Replica(child, f"127.0.0.1:{port}", metrics)
-    finally:
-        child.signal_stop()
-        child.wait_stopped(15)
-
-
-@contextmanager
-def running_alertmanager(workdir: Path) -> Iterator[str]:
-    """Alertmanager on 127.0.0.1 with deploy/'s configuration; clustering off (it would listen
-    on every interface)."""
-    binary = apt_install("prometheus-alertmanager", "prometheus-alertmanager")
-    port = free_port()
-    child = ChildProcess(
-        "alertmanager",
-        [
-            binary,
-            f"--config.file={ALERTMANAGER_CONFIG}",
-            f"--storage.path={workdir / 'alertmanager'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-            "--cluster.listen-address=",
-            "--log.level=warn",
-        ],
-        workdir / "alertmanager.log",
-    )
-    child.start()
-    url = f"http://127.0.0.1:{port}"
-    try:
-        child.wait_until(lambda: http_ok(f"{url}/-/ready"), timeout_s=WAIT_S)
-        yield url
     finally:
         child.signal_stop()
         child.wait_stopped(15)
