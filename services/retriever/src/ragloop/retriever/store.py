@@ -48,6 +48,7 @@ DIMENSION_PROPERTY = "ragloop.dimension"
 # The query and document prefixes the vectors were made with (JSON): the same model with other
 # prefixes makes vectors that match questions worse, silently.
 PREFIXES_PROPERTY = "ragloop.embedding_prefixes"
+NO_PREFIXES = Prefixes()
 MAX_SOURCE_CHARS = schema.MAX_SOURCE_CHARS
 OUTPUT_FIELDS = [
     schema.TEXT_FIELD,
@@ -94,7 +95,7 @@ class MilvusStore:
         token: str = "",
         model_name: str,
         dimension: int | Callable[[], int],
-        prefixes: Prefixes = Prefixes(),
+        prefixes: Prefixes = NO_PREFIXES,
         fusion: Fusion | None = None,
     ) -> None:
         """``dimension``: of the model's vectors, or how to ask for it (asked when a collection
@@ -247,7 +248,7 @@ class MilvusStore:
         its vectors may have been made without them (nomic-embed-text before ragloop added its
         prefixes), which nothing here can tell."""
         ours = prefixes_property(self._prefixes)
-        if recorded == ours or (recorded is None and self._prefixes == Prefixes()):
+        if recorded == ours or (recorded is None and self._prefixes == NO_PREFIXES):
             return
         made_with = (
             f"was embedded with the prefixes {recorded}"
