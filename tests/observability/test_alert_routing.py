@@ -23,9 +23,9 @@ import yaml
 
 from tests.observability.alertmanager_helpers import (
     ALERTMANAGER_CONFIG,
-    WAIT_S,
     WebhookReceiver,
     running_alertmanager,
+    wait_until,
     webhook_receiver,
 )
 
@@ -71,14 +71,6 @@ def post_alerts(alertmanager: str, *alerts: dict[str, str]) -> None:
 
 def held(alertmanager: str) -> list[dict[str, Any]]:
     return httpx.get(f"{alertmanager}/api/v2/alerts", timeout=10).json()
-
-
-def wait_until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {WAIT_S} s")
-        time.sleep(0.2)
 
 
 def is_(labels: dict[str, str]) -> Callable[[dict[str, str]], bool]:

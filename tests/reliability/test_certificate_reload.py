@@ -21,14 +21,13 @@ from pathlib import Path
 
 import grpc
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ragloop.core.grpc.server import start_server
-from ragloop.core.grpc.tls import ClientTlsFiles, aio_channel, client_tls, server_credentials
+from ragloop.core.grpc.tls import ClientTlsFiles, client_tls, server_credentials
 from ragloop.orchestrator.stages.calls import open_stage_channel
 from ragloop.orchestrator.stages.clients import RemoteGrader
 from tests.reliability.pki import CLIENT, Certificate, Pki
-from tests.reliability.tls_stages import stage_specs
+from tests.reliability.tls_stages import health, stage_specs
 
 pytestmark = pytest.mark.reliability
 
@@ -80,14 +79,7 @@ def der(certificate: Certificate) -> bytes:
 
 
 async def health_over_new_channel(port: int, ca: Path) -> grpc.StatusCode:
-    async with aio_channel(f"127.0.0.1:{port}", client_tls(str(ca))) as channel:
-        try:
-            await health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(), timeout=5
-            )
-        except grpc.aio.AioRpcError as exc:
-            return exc.code()
-    return grpc.StatusCode.OK
+    return await health(f"127.0.0.1:{port}", client_tls(str(ca)))
 
 
 async def test_a_stage_serves_a_renewed_certificate_without_a_restart(
@@ -124,28 +116,28 @@ async def test_a_stage_keeps_its_pair_while_the_files_do_not_load(pki: Pki, tmp_
 
 
 @asynccontextmanager
-async def grader_client(
-    pki: Pki, port: int, client_dir: Path, check_s: float
+async def mtls_grader(
+    pki: Pki, tmp_path: Path, client: Certificate, check_s: float
 ) -> AsyncIterator[RemoteGrader]:
-    cert, key = client_dir / "tls.crt", client_dir / "tls.key"
+    """The grader requiring client certificates of the authority, and the orchestrator's client
+    of it presenting ``client`` from files it looks at every ``check_s``."""
+    server_cert, server_key = install(pki.loopback, tmp_path / "stage")
+    cert, key = install(client, tmp_path / "client")
     files = ClientTlsFiles(str(pki.ca.cert), cert_file=str(cert), key_file=str(key))
-    channel = open_stage_channel(f"127.0.0.1:{port}", tls_files=files, check_s=check_s)
-    client = RemoteGrader(channel, timeout_s=5)
-    try:
-        yield client
-    finally:
-        await client.close()
+    async with grader_serving(server_cert, server_key, client_ca=pki.ca.cert) as port:
+        channel = open_stage_channel(f"127.0.0.1:{port}", tls_files=files, check_s=check_s)
+        grader = RemoteGrader(channel, timeout_s=5)
+        try:
+            yield grader
+        finally:
+            await grader.close()
 
 
 async def test_the_orchestrator_presents_a_renewed_client_certificate(
     pki: Pki, tmp_path: Path
 ) -> None:
-    server_cert, server_key = install(pki.loopback, tmp_path / "stage")
-    install(pki.ca.issue("client-first", usage=CLIENT), tmp_path / "client")
-    async with (
-        grader_serving(server_cert, server_key, client_ca=pki.ca.cert) as port,
-        grader_client(pki, port, tmp_path / "client", check_s=0) as client,
-    ):
+    first = pki.ca.issue("client-first", usage=CLIENT)
+    async with mtls_grader(pki, tmp_path, first, check_s=0) as client:
         assert await client.check_health()
         install(pki.ca.issue("client-expired", usage=CLIENT, expired=True), tmp_path / "client")
         assert not await client.check_health()  # the expired one presented, and refused
@@ -156,12 +148,8 @@ async def test_the_orchestrator_presents_a_renewed_client_certificate(
 async def test_the_orchestrator_looks_at_its_files_no_more_often_than_its_interval(
     pki: Pki, tmp_path: Path
 ) -> None:
-    server_cert, server_key = install(pki.loopback, tmp_path / "stage")
-    install(pki.ca.issue("client-steady", usage=CLIENT), tmp_path / "client")
-    async with (
-        grader_serving(server_cert, server_key, client_ca=pki.ca.cert) as port,
-        grader_client(pki, port, tmp_path / "client", check_s=3600) as client,
-    ):
+    steady = pki.ca.issue("client-steady", usage=CLIENT)
+    async with mtls_grader(pki, tmp_path, steady, check_s=3600) as client:
         assert await client.check_health()
         channel = client.channel
         install(pki.ca.issue("client-unseen", usage=CLIENT, expired=True), tmp_path / "client")

@@ -131,7 +131,7 @@ class ServerCertificateReloader:
                 self.current, self.loaded = self.files.configuration(), now
                 log.info("TLS certificate reloaded", extra={"cert_file": self.files.cert_file})
         except (OSError, ConfigurationError) as exc:
-            log.warning("TLS files unusable; serving the last good ones", extra={"error": exc})
+            log.warning("TLS files unusable; serving the last good ones", extra={"error": str(exc)})
         return self.current
 
 

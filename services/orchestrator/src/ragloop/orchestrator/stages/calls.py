@@ -113,7 +113,7 @@ class StageChannel:
                 return
             tls = files.load()
         except (OSError, ConfigurationError) as exc:
-            log.warning("stage TLS files unusable; keeping the channel", extra={"error": exc})
+            log.warning("stage TLS files unusable; keeping the channel", extra={"error": str(exc)})
             return
         retired, self._current, self._loaded = self._current, self._open_with(tls), now
         log.info("stage TLS files renewed; new connections use them")
