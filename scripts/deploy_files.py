@@ -14,8 +14,9 @@ services (from ``deploy/templates/compose-stage.yml``) and the orchestrator's st
 dependencies in docker-compose.yml, the stage manifests and images of the kustomization, the stage
 addresses of the ConfigMap, and the stages' scrape jobs; the shutdown timings (``SHUTDOWN``) in
 the compose file, the ConfigMap and every Deployment; every compose service's CPU and memory limits
-(``compose_service_limits``). In place: the PromQL matchers that name
-the ragloop jobs and the chat stages' services (alert rules, stages dashboard).
+(``compose_service_limits``). In place: the PromQL matchers that name the ragloop jobs and the chat
+stages' services (alert rules, stages dashboard), and the alert rule's ``absent()`` of each ragloop
+job.
 tests/deploy/test_deploy_files.py fails while any of them is out of date.
 """
 
@@ -585,10 +586,18 @@ def prometheus_rule() -> str:
 # --- PromQL label matchers that name the services ------------------------------------------
 
 
-def ragloop_jobs(quote: str) -> str:
+def ragloop_job_names() -> list[str]:
     """The scrape jobs of every ragloop service (prometheus.yml names them after the services)."""
-    jobs = "|".join(["orchestrator", *(spec.name for spec in STAGE_SPECS)])
-    return f'job=~{quote}"{jobs}{quote}"'
+    return ["orchestrator", *(spec.name for spec in STAGE_SPECS)]
+
+
+def ragloop_jobs(quote: str) -> str:
+    return f'job=~{quote}"{"|".join(ragloop_job_names())}{quote}"'
+
+
+def absent_jobs(quote: str) -> str:
+    """One ``absent()`` per ragloop job: each names one job, so its series carries that job."""
+    return " or ".join(f'absent(up{{job={quote}"{job}{quote}"}})' for job in ragloop_job_names())
 
 
 def chat_stage_services(quote: str) -> str:
@@ -609,8 +618,14 @@ CHAT_STAGE_SERVICES = (
     re.compile(r'grpc_service=~(\\?)"ragloop\.v1\.\([\w|]+\)\1"'),
     chat_stage_services,
 )
+ABSENT_JOBS = (
+    re.compile(
+        r'absent\(up\{job=(\\?)"orchestrator\1"\}\)(?: or absent\(up\{job=\1"[\w-]+\1"\}\))*'
+    ),
+    absent_jobs,
+)
 MATCHERS = {
-    ALERT_RULES: (RAGLOOP_JOBS, CHAT_STAGE_SERVICES),
+    ALERT_RULES: (RAGLOOP_JOBS, CHAT_STAGE_SERVICES, ABSENT_JOBS),
     DEPLOY / "grafana" / "dashboards" / "ragloop-stages.json": (RAGLOOP_JOBS,),
 }
 

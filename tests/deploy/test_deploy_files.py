@@ -97,6 +97,7 @@ def test_a_new_registry_row_reaches_every_deployment_file(with_a_reranker: dict[
     assert {"job_name": "reranker", "dns_sd_configs": [reranker_job]} in jobs
     rules = {r["alert"]: r["expr"] for r in _alert_rules(files["prometheus/alert-rules.yml"])}
     assert "|reranker" in rules["RagloopServiceDown"]
+    assert rules["RagloopServiceAbsent"].endswith(' or absent(up{job="reranker"})')
     operator_rule = yaml.safe_load(files["k8s/components/monitoring/prometheus-rule.yaml"])
     assert "|reranker" in operator_rule["spec"]["groups"][0]["rules"][0]["expr"]
     assert "RerankerService" in rules["RagloopModelStageLatencyHigh"]

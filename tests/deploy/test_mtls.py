@@ -226,3 +226,14 @@ async def test_k8s_probes_pass_with_mutual_tls_on(tls_dir: Path, stage: str) -> 
         assert await orchestrator_reaches(
             stage, address, tls_settings(settings, orchestrator_mounts)
         )
+
+
+@pytest.mark.parametrize("name", [*STAGES, "orchestrator"])
+def test_the_certificate_secrets_are_mounted_whole_so_renewals_reach_the_pods(name: str) -> None:
+    """The kubelet updates a Secret's files in a running pod only in a whole-volume mount (not
+    with subPath); the processes then read them again (docs/deployment.md, mutual TLS)."""
+    pod = k8s_object("Deployment", name)["spec"]["template"]["spec"]
+    secrets = {v["name"] for v in pod["volumes"] if "secret" in v}
+    (container,) = pod["containers"]
+    mounts = [m for m in container["volumeMounts"] if m["name"] in secrets]
+    assert mounts and not [m for m in mounts if "subPath" in m], mounts

@@ -48,13 +48,22 @@ class Expression:
     is_alert: bool = False
 
     @property
+    def is_absence(self) -> bool:
+        """An alert on a job having no series at all (``absent(...)``): it has a series only
+        while the alert fires, so none while every service is scraped."""
+        return self.is_alert and self.promql.startswith("absent(")
+
+    @property
     def query(self) -> str:
         """What the test asks Prometheus: Grafana variables filled in; for an alert, its signal
-        compared with ``bool`` so that there is one series per signal series, firing or not."""
+        compared with ``bool`` so that there is one series per signal series, firing or not
+        (an absence alert as it is)."""
         promql = self.promql
         for variable, value in GRAFANA_VARIABLES.items():
             promql = promql.replace(variable, value)
-        return alert_signal(promql) if self.is_alert else promql
+        if not self.is_alert or self.is_absence:
+            return promql
+        return alert_signal(promql)
 
     def __str__(self) -> str:
         return self.source

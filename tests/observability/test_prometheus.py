@@ -263,6 +263,15 @@ def test_expression_is_valid(observed: Observed, expression: Expression) -> None
     assert answer["status"] == "success", f"{expression.query}\n{answer.get('error')}"
 
 
-@pytest.mark.parametrize("expression", [_expected_to_return_series(e) for e in EXPRESSIONS])
+@pytest.mark.parametrize(
+    "expression", [_expected_to_return_series(e) for e in EXPRESSIONS if not e.is_absence]
+)
 def test_expression_returns_series(observed: Observed, expression: Expression) -> None:
     assert observed.prometheus.series(expression.query), f"no series: {expression.query}"
+
+
+@pytest.mark.parametrize("expression", [e for e in EXPRESSIONS if e.is_absence], ids=str)
+def test_absence_alert_is_quiet_while_every_service_is_scraped(
+    observed: Observed, expression: Expression
+) -> None:
+    assert not observed.prometheus.series(expression.query), expression.query

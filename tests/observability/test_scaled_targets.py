@@ -22,8 +22,7 @@ import json
 import re
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +39,12 @@ from ragloop.local.processes import ChildProcess, free_port
 from ragloop.local.readiness import http_ok
 from tests.apt import apt_install
 from tests.conftest import REPO_ROOT
+from tests.observability.alertmanager_helpers import (
+    ALERTMANAGER_CONFIG,
+    WAIT_S,
+    running_alertmanager,
+    wait_until,
+)
 from tests.observability.expressions import ALERT_RULES, PROMETHEUS_CONFIG
 from tests.observability.prometheus_helpers import (
     Prometheus,
@@ -49,12 +54,10 @@ from tests.observability.prometheus_helpers import (
 
 pytestmark = pytest.mark.observability
 
-ALERTMANAGER_CONFIG = REPO_ROOT / "deploy" / "alertmanager" / "alertmanager.yml"
 POD_MONITORS = REPO_ROOT / "deploy" / "k8s" / "components" / "monitoring" / "pod-monitors.yaml"
 GRADER = stage_spec(Stage.GRADER)
 SERVICE_DOWN = "RagloopServiceDown"
 HEALTH_CHECKS = 'grpc_server_handled_total{job="grader", grpc_method="Check", grpc_code="OK"}'
-WAIT_S = 90
 
 
 @dataclass(frozen=True)
@@ -89,42 +92,6 @@ def grader_replica(workdir: Path, name: str) -> Iterator[Replica]:
     finally:
         child.signal_stop()
         child.wait_stopped(15)
-
-
-@contextmanager
-def running_alertmanager(workdir: Path) -> Iterator[str]:
-    """Alertmanager on 127.0.0.1 with deploy/'s configuration; clustering off (it would listen
-    on every interface)."""
-    binary = apt_install("prometheus-alertmanager", "prometheus-alertmanager")
-    port = free_port()
-    child = ChildProcess(
-        "alertmanager",
-        [
-            binary,
-            f"--config.file={ALERTMANAGER_CONFIG}",
-            f"--storage.path={workdir / 'alertmanager'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-            "--cluster.listen-address=",
-            "--log.level=warn",
-        ],
-        workdir / "alertmanager.log",
-    )
-    child.start()
-    url = f"http://127.0.0.1:{port}"
-    try:
-        child.wait_until(lambda: http_ok(f"{url}/-/ready"), timeout_s=WAIT_S)
-        yield url
-    finally:
-        child.signal_stop()
-        child.wait_stopped(15)
-
-
-def wait_until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {WAIT_S} s")
-        time.sleep(0.5)
 
 
 def operator_relabelling() -> list[dict[str, Any]]:

@@ -14,15 +14,20 @@ from pathlib import Path
 
 import grpc
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ragloop.core.errors import ConfigurationError
 from ragloop.core.grpc import healthcheck
-from ragloop.core.grpc.tls import ClientTls, aio_channel, client_tls, server_credentials
+from ragloop.core.grpc.tls import ClientTls, client_tls, server_credentials
 from ragloop.local.processes import ChildProcess, free_port
 from ragloop.local.readiness import grpc_serving, stage_client_tls
 from tests.reliability.pki import Certificate, Pki
-from tests.reliability.tls_stages import ask, refused_start_log, rewriter_process, tls_stages
+from tests.reliability.tls_stages import (
+    ask,
+    health,
+    refused_start_log,
+    rewriter_process,
+    tls_stages,
+)
 from tests.service.loop_stack_helpers import STAGES, rest_over_stages
 
 pytestmark = pytest.mark.reliability
@@ -35,18 +40,6 @@ def presenting(pki: Pki, certificate: Certificate | None) -> ClientTls | None:
     return client_tls(
         str(pki.ca.cert), cert_file=str(certificate.cert), key_file=str(certificate.key)
     )
-
-
-async def health(address: str, tls: ClientTls | None) -> grpc.StatusCode:
-    """OK when the stage at ``address`` answers its health check, else the call's status."""
-    async with aio_channel(address, tls) as channel:
-        try:
-            await health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(), timeout=5
-            )
-        except grpc.aio.AioRpcError as exc:
-            return exc.code()
-    return grpc.StatusCode.OK
 
 
 # Who calls: the certificate offered (a Pki field), or "none", or "plaintext" (no TLS at all);

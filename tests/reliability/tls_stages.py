@@ -9,10 +9,12 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
+import grpc
 import httpx
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ragloop.core.grpc.server import ServiceSpec, start_server
-from ragloop.core.grpc.tls import server_credentials
+from ragloop.core.grpc.tls import ClientTls, aio_channel, server_credentials
 from ragloop.local.processes import ChildProcess, free_port
 from tests.reliability.pki import Certificate
 from tests.service.loop_stack_helpers import (
@@ -53,6 +55,18 @@ async def tls_stages(
     finally:
         for server in running:
             await server.stop(grace=1)
+
+
+async def health(address: str, tls: ClientTls | None) -> grpc.StatusCode:
+    """OK when the stage at ``address`` answers its health check, else the call's status."""
+    async with aio_channel(address, tls) as channel:
+        try:
+            await health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(), timeout=5
+            )
+        except grpc.aio.AioRpcError as exc:
+            return exc.code()
+    return grpc.StatusCode.OK
 
 
 async def ask(url: str) -> tuple[httpx.Response, httpx.Response]:

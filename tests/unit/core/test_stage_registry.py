@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-import grpc
 import pytest
 
 from ragloop.core.names import Stage
@@ -57,11 +56,11 @@ async def test_remote_stages_builds_each_client_on_its_own_address(
 ) -> None:
     opened: list[str] = []
 
-    def open_channel(address: str, **options: Any) -> grpc.aio.Channel:
+    def open_stage_channel(address: str, **options: Any) -> calls.StageChannel:
         opened.append(address)
-        return calls.open_channel(address, **options)
+        return calls.open_stage_channel(address, **options)
 
-    monkeypatch.setattr(remote, "open_channel", open_channel)
+    monkeypatch.setattr(remote, "open_stage_channel", open_stage_channel)
     settings = OrchestratorSettings(
         **{spec.address_setting: f"{spec.name}:{spec.port}" for spec in STAGE_SPECS},
         ingest_timeout_s=99,

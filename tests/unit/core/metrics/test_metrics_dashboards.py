@@ -17,6 +17,7 @@ from ragloop.core.names import Stage, values
 from ragloop.orchestrator.rest.app import create_app
 from ragloop.orchestrator.settings import OrchestratorSettings
 from tests.observability.expressions import (
+    Expression,
     alert_rules,
     alert_signal,
     all_expressions,
@@ -152,16 +153,20 @@ def test_metric_names_are_found_in_promql() -> None:
     }
 
 
-def test_every_alert_is_a_signal_compared_with_a_threshold() -> None:
+def test_every_alert_is_a_signal_compared_with_a_threshold_or_an_absence() -> None:
     rules = alert_rules()
     assert {rule["alert"] for rule in rules} >= {
         "RagloopServiceDown",
+        "RagloopServiceAbsent",
         "RagloopStageErrorRatioHigh",
         "RagloopModelStageLatencyHigh",
         "RagloopModelParseFailureRatioHigh",
     }
     for rule in rules:
-        assert alert_signal(rule["expr"]).count(" bool ") == 1
+        if Expression(rule["alert"], rule["expr"].strip(), is_alert=True).is_absence:
+            assert all(part.startswith("absent(") for part in rule["expr"].split(" or "))
+        else:
+            assert alert_signal(rule["expr"]).count(" bool ") == 1
         assert rule["labels"]["severity"] in {"warning", "critical"}
         assert rule["annotations"]["summary"]
     assert alert_signal("up == 0") == "up == bool 0"

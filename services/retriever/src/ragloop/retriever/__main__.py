@@ -29,6 +29,7 @@ def build_retriever(settings: RetrieverSettings) -> MilvusRetriever:
         token=settings.milvus_token,
         model_name=embedder.name,
         dimension=lambda: embedder.dimension,  # asked once the model answers (stage.connect)
+        prefixes=embedder.prefixes,
         fusion=Fusion(
             ranker=settings.hybrid_ranker,
             rrf_k=settings.rrf_k,

@@ -7,6 +7,7 @@ synchronous; the retriever calls this class from one worker thread.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from pymilvus.client.types import LoadState
 
 from ragloop.core.domain import CollectionInfo, Document
 from ragloop.core.errors import ConfigurationError, DependencyUnavailable, NotFound
+from ragloop.core.models.embedding_profiles import Prefixes
 from ragloop.core.validation import collection_name
 from ragloop.retriever import schema
 from ragloop.retriever.consistency import StrongReadsClient
@@ -43,6 +45,10 @@ log = logging.getLogger(__name__)
 GRPC_OPTIONS = {"grpc.keepalive_time_ms": 300_000, "grpc.keepalive_permit_without_calls": False}
 MODEL_PROPERTY = "ragloop.embedding_model"
 DIMENSION_PROPERTY = "ragloop.dimension"
+# The query and document prefixes the vectors were made with (JSON): the same model with other
+# prefixes makes vectors that match questions worse, silently.
+PREFIXES_PROPERTY = "ragloop.embedding_prefixes"
+NO_PREFIXES = Prefixes()
 MAX_SOURCE_CHARS = schema.MAX_SOURCE_CHARS
 OUTPUT_FIELDS = [
     schema.TEXT_FIELD,
@@ -52,7 +58,12 @@ OUTPUT_FIELDS = [
     schema.DENSE_FIELD,
 ]
 
-__all__ = ["ChunkRow", "MilvusStore", "chunk_id", "string_literal"]
+__all__ = ["ChunkRow", "MilvusStore", "chunk_id", "prefixes_property", "string_literal"]
+
+
+def prefixes_property(prefixes: Prefixes) -> str:
+    """How a collection records its prefixes: ``{"document": …, "query": …}``."""
+    return json.dumps({"document": prefixes.document, "query": prefixes.query}, sort_keys=True)
 
 
 def chunk_id(collection: str, source: str, chunk_index: int, tenant: str = "") -> str:
@@ -84,13 +95,16 @@ class MilvusStore:
         token: str = "",
         model_name: str,
         dimension: int | Callable[[], int],
+        prefixes: Prefixes = NO_PREFIXES,
         fusion: Fusion | None = None,
     ) -> None:
         """``dimension``: of the model's vectors, or how to ask for it (asked when a collection
-        is first checked or created: a remote model may not answer yet when this is built)."""
+        is first checked or created: a remote model may not answer yet when this is built).
+        ``prefixes``: those the embedder puts before queries and documents."""
         self._uri = uri
         self._token = token
         self._model_name = model_name
+        self._prefixes = prefixes
         self._dimension_of = dimension if callable(dimension) else lambda: dimension
         self._fusion = fusion or Fusion()
         self._client: MilvusClient | None = None
@@ -189,15 +203,20 @@ class MilvusStore:
         return layout
 
     def _model_properties(self) -> dict[str, str]:
-        return {MODEL_PROPERTY: self._model_name, DIMENSION_PROPERTY: str(self._dimension_of())}
+        return {
+            MODEL_PROPERTY: self._model_name,
+            DIMENSION_PROPERTY: str(self._dimension_of()),
+            PREFIXES_PROPERTY: prefixes_property(self._prefixes),
+        }
 
     def _check_model(self, collection: str, description: dict[str, Any]) -> None:
-        """Refuse a collection of another model (FAILED_PRECONDITION naming both). One that
-        records no model (created by an older ragloop, or before this one wrote its properties)
-        but holds vectors of our dimension is recorded as ours."""
+        """Refuse a collection of another model or prefixes (FAILED_PRECONDITION naming both).
+        One that records no model (created by an older ragloop, or before this one wrote its
+        properties) but holds vectors of our dimension is recorded as ours."""
         dimension = self._dimension_of()
         stored = schema.vector_dimension(description)
-        recorded = description.get("properties", {}).get(MODEL_PROPERTY, "")
+        properties = description.get("properties", {})
+        recorded = properties.get(MODEL_PROPERTY, "")
         if stored != dimension:
             of = f" of {recorded!r}" if recorded else ""
             raise ConfigurationError(
@@ -210,14 +229,38 @@ class MilvusStore:
                 f"collection {collection!r} was embedded with {recorded!r}; "
                 f"this retriever uses {self._model_name!r}. Re-ingest into a new collection."
             )
-        if not recorded:
+        self._check_prefixes(collection, properties.get(PREFIXES_PROPERTY))
+        if missing := [
+            name for name in (MODEL_PROPERTY, PREFIXES_PROPERTY) if name not in properties
+        ]:
             log.warning(
-                "collection %r records no embedding model; its vectors have the dimension of "
-                "%r, which is recorded now",
+                "collection %r records no %s; this retriever's (%r, prefixes %s) are recorded now",
                 collection,
+                " or ".join(missing),
                 self._model_name,
+                prefixes_property(self._prefixes),
             )
             self.client.alter_collection_properties(collection, properties=self._model_properties())
+
+    def _check_prefixes(self, collection: str, recorded: str | None) -> None:
+        """Refuse a collection embedded with other prefixes (FAILED_PRECONDITION naming both).
+        One made before ragloop recorded them passes only when ours are empty: with prefixes,
+        its vectors may have been made without them (nomic-embed-text before ragloop added its
+        prefixes), which nothing here can tell."""
+        ours = prefixes_property(self._prefixes)
+        if recorded == ours or (recorded is None and self._prefixes == NO_PREFIXES):
+            return
+        made_with = (
+            f"was embedded with the prefixes {recorded}"
+            if recorded is not None
+            else "records no embedding prefixes (an older ragloop made it): it may have been "
+            "embedded without them"
+        )
+        raise ConfigurationError(
+            f"collection {collection!r} {made_with}; this retriever uses {ours} "
+            "(RAGLOOP_EMBEDDING_QUERY_PREFIX, RAGLOOP_EMBEDDING_DOCUMENT_PREFIX). "
+            "Re-ingest into a new collection."
+        )
 
     def forget_layouts(self) -> None:
         """Check (and load) every collection again on its next use."""

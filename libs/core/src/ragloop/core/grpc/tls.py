@@ -8,10 +8,19 @@ no answer from a TLS server: its call fails with UNAVAILABLE.
 Given also the authority that signs its clients' certificates, a stage requires every caller to
 present a client certificate that authority signed, valid now and made for client use; the
 orchestrator (and the probes) then present one with its key.
+
+Certificates are renewed in place (cert-manager rewrites a Secret's files without restarting the
+pod; an operator replaces the files of a compose mount): a stage reads its files again at each
+new connection's handshake and serves the new pair from then on; the orchestrator's channels look
+at theirs at most every ``RELOAD_CHECK_S`` and reconnect with the new ones
+(orchestrator/stages/calls.py). A pair that does not load (half written, a key of another
+certificate) is logged and the last good one kept. An expired certificate is loaded like any
+other and refused by the other side's handshake, as it would be at startup.
 """
 
 from __future__ import annotations
 
+import logging
 import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,7 +31,11 @@ import grpc
 
 from ragloop.core.errors import ConfigurationError
 
+log = logging.getLogger(__name__)
+
 SERVER_CERT, SERVER_KEY = "RAGLOOP_GRPC_TLS_CERT_FILE", "RAGLOOP_GRPC_TLS_KEY_FILE"
+# How often, at most, a client looks at its certificate files for a renewal.
+RELOAD_CHECK_S = 30.0
 SERVER_CLIENT_CA = "RAGLOOP_GRPC_TLS_CLIENT_CA_FILE"
 
 
@@ -77,26 +90,68 @@ def _key_and_chain(
     return pair
 
 
+def contents(*paths: str) -> tuple[bytes, ...]:
+    """What the files hold now (those named): compared with what was loaded, it tells a
+    renewal."""
+    return tuple(Path(path).read_bytes() for path in paths if path)
+
+
+@dataclass(frozen=True)
+class ServerTlsFiles:
+    cert_file: str
+    key_file: str
+    client_ca_file: str = ""
+
+    def configuration(self) -> grpc.ServerCertificateConfiguration:
+        pair = _key_and_chain(self.cert_file, self.key_file, SERVER_CERT, SERVER_KEY)
+        if pair is None:
+            raise ConfigurationError(f"TLS needs {SERVER_CERT} and {SERVER_KEY}")
+        client_ca = _read(self.client_ca_file, SERVER_CLIENT_CA) if self.client_ca_file else None
+        return grpc.ssl_server_certificate_configuration([pair], root_certificates=client_ca)
+
+    def contents(self) -> tuple[bytes, ...]:
+        return contents(self.cert_file, self.key_file, self.client_ca_file)
+
+
+class ServerCertificateReloader:
+    """gRPC's certificate configuration fetcher, asked when a server starts and at each new
+    connection's handshake: the configuration of the files as they are now, made again only
+    when they changed. Never None ("unchanged"): gRPC asks every server that shares the
+    credentials for its first configuration, and None fails all but the first."""
+
+    def __init__(self, files: ServerTlsFiles) -> None:
+        self.files = files
+        self.current = files.configuration()  # refuses unusable files, naming the setting
+        self.loaded = files.contents()
+
+    def __call__(self) -> grpc.ServerCertificateConfiguration:
+        try:
+            now = self.files.contents()
+            if now != self.loaded:
+                self.current, self.loaded = self.files.configuration(), now
+                log.info("TLS certificate reloaded", extra={"cert_file": self.files.cert_file})
+        except (OSError, ConfigurationError) as exc:
+            log.warning("TLS files unusable; serving the last good ones", extra={"error": str(exc)})
+        return self.current
+
+
 def server_credentials(
     cert_file: str, key_file: str, client_ca_file: str = ""
 ) -> grpc.ServerCredentials | None:
     """The credentials of a TLS server, or None (plaintext) when no file is set. With
     ``client_ca_file``, mutual TLS: callers without a client certificate signed by that
-    authority are refused during the handshake."""
-    pair = _key_and_chain(cert_file, key_file, SERVER_CERT, SERVER_KEY)
-    if pair is None:
+    authority are refused during the handshake. The files are read again at each handshake
+    and a renewed pair served from then on."""
+    if not cert_file and not key_file:
         if client_ca_file:
             raise ConfigurationError(
                 f"{SERVER_CLIENT_CA} needs the stage to serve TLS: "
                 f"set {SERVER_CERT} and {SERVER_KEY} too"
             )
         return None
-    if not client_ca_file:
-        return grpc.ssl_server_credentials([pair])
-    return grpc.ssl_server_credentials(
-        [pair],
-        root_certificates=_read(client_ca_file, SERVER_CLIENT_CA),
-        require_client_auth=True,
+    reloader = ServerCertificateReloader(ServerTlsFiles(cert_file, key_file, client_ca_file))
+    return grpc.dynamic_ssl_server_credentials(
+        reloader.current, reloader, require_client_authentication=bool(client_ca_file)
     )
 
 
@@ -142,6 +197,29 @@ def client_tls(
         root_certificates=_read(ca_file, names.ca_file), private_key=key, certificate_chain=chain
     )
     return ClientTls(credentials, server_name)
+
+
+@dataclass(frozen=True)
+class ClientTlsFiles:
+    """The files of ``client_tls``, kept to load them again when they change (a renewal)."""
+
+    ca_file: str
+    server_name: str = ""
+    cert_file: str = ""
+    key_file: str = ""
+    names: ClientTlsNames = STAGE_CLIENT
+
+    def load(self) -> ClientTls | None:
+        return client_tls(
+            self.ca_file,
+            self.server_name,
+            cert_file=self.cert_file,
+            key_file=self.key_file,
+            names=self.names,
+        )
+
+    def contents(self) -> tuple[bytes, ...]:
+        return contents(self.ca_file, self.cert_file, self.key_file)
 
 
 def aio_channel(

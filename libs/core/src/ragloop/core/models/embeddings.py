@@ -19,6 +19,11 @@ class Embedder(Protocol):
     @property
     def dimension(self) -> int: ...
 
+    @property
+    def prefixes(self) -> Prefixes:
+        """What is put before each query and each document (a collection records them)."""
+        ...
+
     def embed(self, texts: list[str]) -> list[list[float]]:
         """Documents' vectors (with the model's document prefix)."""
         ...

@@ -23,11 +23,11 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ragloop.core import context
 from ragloop.core.backoff import NO_RETRIES, RetryPolicy
-from ragloop.core.errors import DependencyUnavailable
+from ragloop.core.errors import ConfigurationError, DependencyUnavailable
 from ragloop.core.grpc.client_metrics import client_metrics_interceptors
 from ragloop.core.grpc.errors import error_from_rpc
 from ragloop.core.grpc.server import MAX_MESSAGE_BYTES
-from ragloop.core.grpc.tls import ClientTls, aio_channel
+from ragloop.core.grpc.tls import RELOAD_CHECK_S, ClientTls, ClientTlsFiles, aio_channel
 from ragloop.core.grpc.tracing import client_interceptors as tracing_interceptors
 from ragloop.core.names import Stage
 from ragloop.core.stage_registry import stage_spec
@@ -71,6 +71,78 @@ def open_channel(
     )
 
 
+class StageChannel:
+    """The channel to a stage's replicas, opened again when its TLS files change: cert-manager
+    renews a Secret's files in place, without restarting the orchestrator. The files are
+    compared with those loaded when a call takes the channel, at most every ``check_s``; the
+    replaced channel closes once the calls on it end (``retire_grace_s`` at most). Unusable
+    files (half written) are logged and the current channel kept."""
+
+    def __init__(
+        self,
+        open_with: Callable[[ClientTls | None], grpc.aio.Channel],
+        tls_files: ClientTlsFiles | None = None,
+        *,
+        check_s: float = RELOAD_CHECK_S,
+        retire_grace_s: float = 600.0,
+    ) -> None:
+        self._open_with = open_with
+        self._files = tls_files
+        self._check_s = check_s
+        self._retire_grace_s = retire_grace_s
+        self._loaded = tls_files.contents() if tls_files else ()
+        self._current = open_with(tls_files.load() if tls_files else None)
+        self._checked = time.monotonic()
+        self._retiring: set[asyncio.Task[None]] = set()
+
+    @classmethod
+    def fixed(cls, channel: grpc.aio.Channel) -> StageChannel:
+        """A channel given as it is (plaintext, or credentials that never change)."""
+        return cls(lambda _: channel)
+
+    def current(self) -> grpc.aio.Channel:
+        if self._files is not None and time.monotonic() - self._checked >= self._check_s:
+            self._checked = time.monotonic()
+            self._reopen_if_renewed(self._files)
+        return self._current
+
+    def _reopen_if_renewed(self, files: ClientTlsFiles) -> None:
+        try:
+            now = files.contents()
+            if now == self._loaded:
+                return
+            tls = files.load()
+        except (OSError, ConfigurationError) as exc:
+            log.warning("stage TLS files unusable; keeping the channel", extra={"error": str(exc)})
+            return
+        retired, self._current, self._loaded = self._current, self._open_with(tls), now
+        log.info("stage TLS files renewed; new connections use them")
+        task = asyncio.get_running_loop().create_task(retired.close(self._retire_grace_s))
+        self._retiring.add(task)
+        task.add_done_callback(self._retiring.discard)
+
+    async def close(self) -> None:
+        await self._current.close()
+        await asyncio.gather(*self._retiring)
+
+
+def open_stage_channel(
+    address: str,
+    *,
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
+    tls_files: ClientTlsFiles | None = None,
+    check_s: float = RELOAD_CHECK_S,
+    retire_grace_s: float = 600.0,
+) -> StageChannel:
+    """``open_channel``, opened again with the new certificates when ``tls_files`` change."""
+    return StageChannel(
+        lambda tls: open_channel(address, connect_timeout_s=connect_timeout_s, tls=tls),
+        tls_files,
+        check_s=check_s,
+        retire_grace_s=retire_grace_s,
+    )
+
+
 def request_metadata() -> tuple[tuple[str, str], ...]:
     """The request id, passed on to every stage."""
     request_id = context.request_id.get()
@@ -103,17 +175,34 @@ class RemoteStage:
 
     def __init__(
         self,
-        channel: grpc.aio.Channel,
+        channel: grpc.aio.Channel | StageChannel,
         *,
         timeout_s: float,
         retry: RetryPolicy = NO_RETRIES,
         breaker: CircuitBreaker | None = None,
     ) -> None:
-        self.channel = channel
+        self.channels = (
+            channel if isinstance(channel, StageChannel) else StageChannel.fixed(channel)
+        )
         self.timeout_s = timeout_s
         self.retry = retry
         self.breaker = breaker
-        self._stub: Any = stage_spec(self.stage).stub(channel)
+        self._stub_of: tuple[grpc.aio.Channel, Any] | None = None
+
+    @property
+    def channel(self) -> grpc.aio.Channel:
+        return self.channels.current()
+
+    @property
+    def _stub(self) -> Any:
+        """The stage's stub on the current channel (a new one after a renewal)."""
+        channel = self.channel
+        if self._stub_of is None or self._stub_of[0] is not channel:
+            self._stub_of = (channel, stage_spec(self.stage).stub(channel))
+        return self._stub_of[1]
+
+    async def close(self) -> None:
+        await self.channels.close()
 
     def _call_options(self, timeout_s: float | None = None) -> dict[str, Any]:
         return {

@@ -7,13 +7,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragloop.core.grpc.tls import client_tls
+from ragloop.core.grpc.tls import ClientTlsFiles
 from ragloop.core.names import Stage
 from ragloop.core.stage_registry import STAGE_SPECS, StageSpec
 from ragloop.core.stages import Ingestor, LoopStages
 from ragloop.orchestrator.settings import OrchestratorSettings
 from ragloop.orchestrator.stages.breaker import CircuitBreaker
-from ragloop.orchestrator.stages.calls import RemoteStage, open_channel
+from ragloop.orchestrator.stages.calls import RemoteStage, open_stage_channel
 from ragloop.orchestrator.stages.clients import REMOTE_CLIENTS
 
 HealthCheck = Callable[[], Awaitable[bool]]
@@ -40,22 +40,27 @@ class StageSet(LoopStages):
 def remote_stages(settings: OrchestratorSettings) -> StageSet:
     """gRPC clients of the stages of the registry, each with its own channel and circuit
     breaker. Only safe calls are retried (see calls.py)."""
-    tls = client_tls(
-        settings.stage_tls_ca_file,
-        settings.stage_tls_server_name,
-        cert_file=settings.stage_tls_cert_file,
-        key_file=settings.stage_tls_key_file,
-    )
+    tls_files = None
+    if settings.stage_tls_ca_file or settings.stage_tls_cert_file or settings.stage_tls_key_file:
+        tls_files = ClientTlsFiles(
+            settings.stage_tls_ca_file,
+            settings.stage_tls_server_name,
+            cert_file=settings.stage_tls_cert_file,
+            key_file=settings.stage_tls_key_file,
+        )
+        tls_files.load()  # unusable files stop the orchestrator at once, naming the setting
     # What one client takes besides the common options: only the retriever has one.
     own_options: dict[Stage, dict[str, Any]] = {
         Stage.RETRIEVER: {"ingest_timeout_s": settings.ingest_timeout_s}
     }
 
     def remote(spec: StageSpec) -> RemoteStage:
-        channel = open_channel(
+        channel = open_stage_channel(
             settings.stage_address(spec.name),
             connect_timeout_s=settings.stage_connect_timeout_s,
-            tls=tls,
+            tls_files=tls_files,
+            # A replaced channel's calls may run as long as an ingestion.
+            retire_grace_s=max(settings.stage_timeout_s, settings.ingest_timeout_s),
         )
         breaker = None
         if settings.stage_circuit_failures > 0:
@@ -76,5 +81,5 @@ def remote_stages(settings: OrchestratorSettings) -> StageSet:
         **{str(name): client for name, client in remotes.items()},
         ingestor=remotes[Stage.RETRIEVER],
         health_checks={name: client.check_health for name, client in remotes.items()},
-        closers=[client.channel.close for client in remotes.values()],
+        closers=[client.close for client in remotes.values()],
     )
