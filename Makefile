@@ -27,7 +27,7 @@ PYTEST_ARGS ?=
 
 .PHONY: help install models run run-no-ingest test test-unit test-service test-integration test-observability test-browser \
         bench bench-retrieval bench-models protos check settings-docs deploy-files lint format clean \
-        up down test-deploy bench-reliability bench-balancing bench-compare bench-quality bench-userqa bench-docsqa bench-conversations
+        up down test-deploy bench-reliability bench-balancing bench-compare bench-quality bench-userqa bench-docsqa bench-stream bench-conversations
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -87,7 +87,7 @@ up:  ## the production topology on this host with Docker (deploy/docker-compose.
 down:  ## stop the compose stack (the data stays in its volumes)
 	cd deploy && docker compose down
 
-bench: bench-retrieval bench-models bench-reliability bench-balancing bench-compare bench-quality bench-userqa bench-docsqa bench-conversations  ## every benchmark; results in bench/results/ and docs/benchmarks.md
+bench: bench-retrieval bench-models bench-reliability bench-balancing bench-compare bench-quality bench-userqa bench-docsqa bench-stream bench-conversations  ## every benchmark; results in bench/results/ and docs/benchmarks.md
 
 bench-retrieval: $(STAMP)  ## SciFact nDCG/recall per mode, ingest throughput, search latency (writes bench/results/)
 	$(PY) -m bench.retrieval $(BENCH_ARGS)
@@ -133,6 +133,11 @@ DOCSQA_ARGS ?=
 
 bench-docsqa: models  ## a newcomer's 20 questions over ragloop's own docs/ (bench/data/docsqa.jsonl), asked of ragloop and scored by `ragloop eval` (writes docsqa_* into bench/results/quality.json)
 	$(PY) -m bench.docsqa $(DOCSQA_ARGS)
+
+STREAM_ARGS ?=
+
+bench-stream: models  ## how soon the OpenAI stream shows motion: seconds to the first event, reasoning_content and content over docsqa's questions, by the `openai` SDK (writes first_event_s_* into bench/results/quality.json)
+	$(PY) -m bench.stream_start $(STREAM_ARGS)
 
 protos: $(STAMP)  ## regenerate ragloop.v1 stubs from protos/
 	$(PY) -m ragloop.core.protogen libs/core/src
