@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from scripts.deploy_files import MONITORING_SELECTOR
 from tests.deploy.helpers import K8S, SERVICES, settings_variables
 from tests.deploy.kustomize import Doc, find, kustomize
 
@@ -199,3 +200,11 @@ def test_no_config_map_holds_secret_material() -> None:
             if SECRET_NAME.search(key):
                 assert not value, f"{config_map['metadata']['name']}: {key} has a value"
             assert "minioadmin" not in str(value)
+
+
+def test_milvus_service_monitor_carries_the_monitoring_selector() -> None:
+    """Milvus's ServiceMonitor (its chart's) is selected by the same label as ragloop's
+    PodMonitors and rules, one definition: MONITORING_SELECTOR."""
+    service_monitor = values()["metrics"]["serviceMonitor"]
+    assert service_monitor["enabled"] is True
+    assert service_monitor["additionalLabels"] == MONITORING_SELECTOR
