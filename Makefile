@@ -27,7 +27,7 @@ PYTEST_ARGS ?=
 
 .PHONY: help install models run run-no-ingest test test-unit test-service test-integration test-observability test-browser \
         bench bench-retrieval bench-models protos check settings-docs deploy-files lint format clean \
-        up down test-deploy bench-reliability bench-balancing bench-compare bench-quality bench-userqa bench-docsqa bench-stream bench-conversations
+        up down test-deploy bench-reliability bench-balancing bench-compare bench-quality bench-userqa bench-docsqa bench-stream bench-conversations bench-concurrency
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -87,7 +87,7 @@ up:  ## the production topology on this host with Docker (deploy/docker-compose.
 down:  ## stop the compose stack (the data stays in its volumes)
 	cd deploy && docker compose down
 
-bench: bench-retrieval bench-models bench-reliability bench-balancing bench-compare bench-quality bench-userqa bench-docsqa bench-stream bench-conversations  ## every benchmark; results in bench/results/ and docs/benchmarks.md
+bench: bench-retrieval bench-models bench-reliability bench-balancing bench-compare bench-quality bench-userqa bench-docsqa bench-stream bench-conversations bench-concurrency  ## every benchmark; results in bench/results/ and docs/benchmarks.md
 
 bench-retrieval: $(STAMP)  ## SciFact nDCG/recall per mode, ingest throughput, search latency (writes bench/results/)
 	$(PY) -m bench.retrieval $(BENCH_ARGS)
@@ -138,6 +138,11 @@ STREAM_ARGS ?=
 
 bench-stream: models  ## how soon the OpenAI stream shows motion: seconds to the first event, reasoning_content and content over docsqa's questions, by the `openai` SDK (writes first_event_s_* into bench/results/quality.json)
 	$(PY) -m bench.stream_start $(STREAM_ARGS)
+
+CONCURRENCY_ARGS ?=
+
+bench-concurrency: models  ## answers per minute of ragloop and stuffed (plain RAG) on 10 userqa questions by llama-server slots (1,2,4) and concurrent clients (1,4), to choose make run's slots (writes model_slots and concurrent4_* into bench/results/quality.json)
+	$(PY) -m bench.concurrency $(CONCURRENCY_ARGS)
 
 protos: $(STAMP)  ## regenerate ragloop.v1 stubs from protos/
 	$(PY) -m ragloop.core.protogen libs/core/src

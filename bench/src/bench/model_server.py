@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bench.common import ROOT
-from ragloop.local.model_server import serving_model
+from ragloop.local.model_server import MODEL_SLOTS, serving_model
 from ragloop.local.models import SplitModel, ensure_model
 
 MODELS_DIR = Path(os.environ.get("RAGLOOP_MODELS_DIR", ROOT / ".models"))
@@ -16,8 +16,10 @@ CONTEXT_TOKENS = 8192  # as `make run`: five abstracts in one batched grading ca
 
 
 @contextmanager
-def llama_server(model: SplitModel, log_dir: Path) -> Iterator[str]:
-    """Serve ``model`` on a free 127.0.0.1 port; yield its base URL; stop it on exit."""
+def llama_server(model: SplitModel, log_dir: Path, slots: int = MODEL_SLOTS) -> Iterator[str]:
+    """Serve ``model`` on a free 127.0.0.1 port with ``slots`` requests at once; yield its base
+    URL; stop it on exit."""
     path = ensure_model(model, MODELS_DIR)
-    with serving_model(path, log_dir / f"{model.name}.log", context=CONTEXT_TOKENS) as served:
+    log = log_dir / f"{model.name}.log"
+    with serving_model(path, log, context=CONTEXT_TOKENS, slots=slots) as served:
         yield served.url

@@ -283,13 +283,19 @@ def record_answers(
         )
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+def userqa_parser(description: str | None) -> argparse.ArgumentParser:
+    """A parser of a benchmark over the userqa questions, with ``--data`` (their folder)."""
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
         "--data", default=str(DATA), help="the userqa folder (default: %(default)s)"
     )
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = userqa_parser(__doc__)
     parser.add_argument(
         "--systems",
         type=lambda text: [system_named(s) for s in text.split(",") if s],

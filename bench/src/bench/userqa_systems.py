@@ -39,6 +39,7 @@ from ragloop.core.models.chat import call_usage
 from ragloop.core.stages import Generator, Retriever
 from ragloop.generator.__main__ import build_generator
 from ragloop.generator.settings import GeneratorSettings
+from ragloop.local.model_server import MODEL_SLOTS
 from ragloop.local.models import QWEN_CODER_1_5B
 from ragloop.orchestrator.application.policy import server_policy
 from ragloop.orchestrator.loop.corrective import LoopPolicy
@@ -204,17 +205,22 @@ class Served:
 
 
 @contextmanager
-def serving(systems: Collection[str], corpus: list[SourceDocument]) -> Iterator[Served]:
+def serving(
+    systems: Collection[str], corpus: list[SourceDocument], slots: int = MODEL_SLOTS
+) -> Iterator[Served]:
     """Only what ``systems`` need: Milvus for those that search, ragloop's processes (with their
-    llama-server) for those over REST, else a llama-server alone (the same command)."""
+    llama-server) for those over REST, else a llama-server alone (the same command); the
+    llama-server serves ``slots`` requests at once."""
     with ExitStack() as opened:
         searching = any(system in SEARCHING for system in systems)
         milvus_uri = opened.enter_context(shared_milvus({COLLECTION: corpus})) if searching else ""
         if any(system in OVER_REST for system in systems):
-            stack = opened.enter_context(ragloop_stack(milvus_uri, cache_dir() / "userqa-run"))
+            run_dir = cache_dir() / "userqa-run"
+            stack = opened.enter_context(ragloop_stack(milvus_uri, run_dir, slots=slots))
             yield Served(stack.model_url, stack.base_url, milvus_uri)
         else:
-            model_url = opened.enter_context(llama_server(QWEN_CODER_1_5B, cache_dir() / "logs"))
+            logs = cache_dir() / "logs"
+            model_url = opened.enter_context(llama_server(QWEN_CODER_1_5B, logs, slots))
             yield Served(model_url, "", milvus_uri)
 
 

@@ -23,6 +23,7 @@ from bench.model_server import MODELS_DIR
 from ragloop.core.domain import SourceDocument
 from ragloop.local.launcher import Stack, StackConfig
 from ragloop.local.milvus_lite_server import serving_milvus_lite
+from ragloop.local.model_server import MODEL_SLOTS
 from ragloop.retriever.__main__ import build_retriever
 from ragloop.retriever.settings import RetrieverSettings
 
@@ -94,11 +95,12 @@ class RunningStack:
 
 @contextmanager
 def ragloop_stack(
-    milvus_uri: str, run_dir: Path, model: ChatServer | None = None
+    milvus_uri: str, run_dir: Path, model: ChatServer | None = None, slots: int = MODEL_SLOTS
 ) -> Iterator[RunningStack]:
-    """The llama-server and ragloop's five processes on free loopback ports (metrics ports
-    too, so nothing collides with another stack on the machine), searching ``milvus_uri``.
-    With ``model``, the stages call that running server instead and none is started."""
+    """The llama-server (``slots`` requests at once) and ragloop's five processes on free
+    loopback ports (metrics ports too, so nothing collides with another stack on the machine),
+    searching ``milvus_uri``. With ``model``, the stages call that running server instead and
+    none is started."""
     extra_env = {"RAGLOOP_MILVUS_URI": milvus_uri}
     if model is not None:
         extra_env["RAGLOOP_CHAT_MODEL"] = f"llamacpp:{model.name}"
@@ -107,6 +109,7 @@ def ragloop_stack(
         models_dir=MODELS_DIR,
         extra_env=extra_env,
         model_url=model.url if model else None,
+        model_slots=slots,
     )
     stack = Stack(config)
     stack.start()

