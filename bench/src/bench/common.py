@@ -8,6 +8,7 @@ import logging
 import os
 import platform
 import random
+import shlex
 import signal
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -38,6 +39,11 @@ def _memory() -> str:
     except (OSError, ValueError, IndexError):
         return ""
     return f", {round(kib / 2**20)} GiB RAM"
+
+
+def invocation(module: str) -> str:
+    """The command line this benchmark was run with, as the results record it."""
+    return shlex.join(["python", "-m", module, *sys.argv[1:]])
 
 
 def cache_dir() -> Path:

@@ -28,9 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import shlex
 import subprocess
-import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
@@ -48,6 +46,7 @@ from bench.common import (
     add_sampling_arguments,
     cache_dir,
     check_parts,
+    invocation,
     machine,
     prepare_runs_file,
     read_results,
@@ -318,7 +317,7 @@ def run(args: argparse.Namespace, runs_file: RunsFile) -> dict[str, Any]:
         "machine": machine(),
         "model": QWEN_CODER_1_5B.name,
         "seconds_last_invocation": round(time.perf_counter() - clock, 1),
-        "command": "python -m bench.compare " + shlex.join(sys.argv[1:]),
+        "command": invocation("bench.compare"),
         "settings_changed": changed_settings(),
     }
     if "throughput" in args.parts:

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import argparse
 import queue
-import shlex
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -35,7 +33,14 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from bench.common import machine, read_results, seeded_prefix, start_long_run, write_results
+from bench.common import (
+    invocation,
+    machine,
+    read_results,
+    seeded_prefix,
+    start_long_run,
+    write_results,
+)
 from bench.compare import provenance
 from bench.metrics import percentile
 from bench.userqa import OUTPUT, by_kind_in_turn, load_corpus, userqa_parser
@@ -326,7 +331,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def provenance_figures(seconds: float) -> dict[str, Any]:
     """What the last invocation measured with and when."""
     return {
-        "concurrency_command": "python -m bench.concurrency " + shlex.join(sys.argv[1:]),
+        "concurrency_command": invocation("bench.concurrency"),
         "concurrency_date": date.today().isoformat(),
         "concurrency_machine": machine(),
         "concurrency_model": QWEN_CODER_1_5B.name,

@@ -13,14 +13,20 @@ starts over). The figures (``docsqa_*``) are merged into ``bench/results/quality
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
 from collections.abc import Mapping
 from datetime import date
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS_DIR, ROOT, cache_dir, read_results, start_long_run, write_results
+from bench.common import (
+    RESULTS_DIR,
+    ROOT,
+    cache_dir,
+    invocation,
+    read_results,
+    start_long_run,
+    write_results,
+)
 from bench.compare import provenance
 from bench.comparison.services import ragloop_stack, shared_milvus
 from bench.userqa import RunsFile, by_kind_in_turn, record_answers, records_of
@@ -106,7 +112,7 @@ def main() -> None:
         print(f"no answers in {runs.path} yet")
         return
     figures = read_results(OUTPUT) | docsqa_figures(records)
-    command = "python -m bench.docsqa " + shlex.join(sys.argv[1:])
+    command = invocation("bench.docsqa")
     if args.summarise:  # the figures of answers made before: their command stays
         figures.setdefault("docsqa_command", command)
     else:

@@ -31,8 +31,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
-import shlex
-import sys
 import time
 from collections.abc import Mapping
 from datetime import date
@@ -72,6 +70,7 @@ from bench.common import (
     add_sampling_arguments,
     cache_dir,
     check_parts,
+    invocation,
     machine,
     prepare_runs_file,
     read_results,
@@ -203,7 +202,7 @@ def run(args: argparse.Namespace, runs_file: QualityRunsFile) -> dict[str, Any]:
     return {
         "date": date.today().isoformat(),
         "machine": machine(),
-        "command": "python -m bench.quality " + shlex.join(sys.argv[1:]),
+        "command": invocation("bench.quality"),
         "settings_changed": changed_settings(),
         "seconds_last_invocation": round(time.perf_counter() - clock, 1),
     }

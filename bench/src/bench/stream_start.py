@@ -15,8 +15,6 @@ first event), to the first chunk carrying ``reasoning_content``, to the first ca
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -26,7 +24,7 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletionChunk
 
-from bench.common import cache_dir, machine, read_results, start_long_run, write_results
+from bench.common import cache_dir, invocation, machine, read_results, start_long_run, write_results
 from bench.compare import provenance
 from bench.comparison.services import ragloop_stack, shared_milvus
 from bench.docsqa import COLLECTION, OUTPUT, QUESTIONS, docs_corpus
@@ -201,7 +199,7 @@ def _cell(value: float | None) -> str:
 def provenance_figures() -> dict[str, str]:
     """What the figures were measured with and when."""
     return {
-        "stream_command": "python -m bench.stream_start " + shlex.join(sys.argv[1:]),
+        "stream_command": invocation("bench.stream_start"),
         "stream_commit": provenance()["commit"],
         "stream_date": date.today().isoformat(),
         "stream_machine": machine(),

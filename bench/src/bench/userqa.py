@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import statistics
-import sys
 import time
 from collections.abc import Iterable, Mapping
 from contextlib import ExitStack
@@ -34,6 +32,7 @@ from typing import Any
 from bench.common import (
     RESULTS_DIR,
     SHARED_DATA,
+    invocation,
     machine,
     read_results,
     start_long_run,
@@ -377,7 +376,7 @@ def main() -> None:
     figures = read_results(output) | userqa_figures(records)
     figures["userqa_bars_replayed"] = bars.label() if bars is not None else None
     command_key = "userqa_summary_command" if args.summarise else "userqa_command"
-    figures[command_key] = "python -m bench.userqa " + shlex.join(sys.argv[1:])
+    figures[command_key] = invocation("bench.userqa")
     if not args.summarise:
         figures |= {
             "userqa_date": date.today().isoformat(),
