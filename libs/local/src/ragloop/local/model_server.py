@@ -25,9 +25,9 @@ SPECULATIVE_DECODING = [
 
 # Requests llama-server serves at once (``--parallel``), each with the whole context: what `make
 # run` starts (``StackConfig.model_slots``, the grader asking as many at once) and the tests' and
-# benchmarks' servers by default. One: on two cores, four slots graded 30 passages (5 at once) only
-# 14% faster than one (bench/src/bench/probes/model_slots.py); `make bench-concurrency` measures
-# 1, 2 and 4 slots under 1 and 4 concurrent clients.
+# benchmarks' servers by default. One: on two cores 2 and 4 slots answered at most 5% more userqa
+# questions a minute, with one client or four, for 2-4x the context memory (`make
+# bench-concurrency`, docs/benchmarks.md).
 MODEL_SLOTS = 1
 
 
