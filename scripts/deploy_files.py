@@ -233,20 +233,28 @@ COMPOSE_WAITS_FOR = {
     "RAGLOOP_MILVUS_URI": ("milvus-standalone", "service_healthy"),
     "RAGLOOP_OLLAMA_URL": ("ollama-pull", "service_completed_successfully"),
 }
-# Settings a stage's pods read from a Secret rather than the ConfigMap: (Secret, key, comment).
+
+
+@dataclass(frozen=True)
+class SecretSetting:
+    """Where a stage's pods read a setting from a Secret rather than the ConfigMap."""
+
+    secret: str
+    key: str
+    comment: str
+    optional: bool  # false: a pod does not start without it
+
+
 K8S_SECRETS = {
     # Required: milvus-values.yaml turns Milvus's authorization on.
-    "RAGLOOP_MILVUS_TOKEN": (
-        "ragloop-milvus",
-        "token",
-        "user:password of a Milvus with authentication",
-        False,
+    "RAGLOOP_MILVUS_TOKEN": SecretSetting(
+        "ragloop-milvus", "token", "user:password of a Milvus with authentication", optional=False
     ),
-    "RAGLOOP_OPENAI_API_KEY": (
+    "RAGLOOP_OPENAI_API_KEY": SecretSetting(
         "ragloop-openai",
         "api-key",
         "bearer token of an OpenAI-compatible server (vLLM, OpenAI)",
-        True,
+        optional=True,
     ),
 }
 
@@ -392,12 +400,12 @@ def k8s_manifest(spec: StageSpec) -> str:
     secret_env = []
     for var in reads(spec):
         if var in K8S_SECRETS:
-            secret, key, comment, optional = K8S_SECRETS[var]
+            ref = K8S_SECRETS[var]
             secret_env += [
-                f"            - name: {var}  # {comment}",
+                f"            - name: {var}  # {ref.comment}",
                 "              valueFrom:",
-                f"                secretKeyRef: {{name: {secret}, key: {key}, "
-                f"optional: {str(optional).lower()}}}",
+                f"                secretKeyRef: {{name: {ref.secret}, key: {ref.key}, "
+                f"optional: {str(ref.optional).lower()}}}",
             ]
     if secret_env:
         secret_env.insert(0, "          env:")

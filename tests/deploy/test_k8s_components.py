@@ -145,8 +145,9 @@ def test_no_secret_lands_in_a_config_map(components: tuple[Path, ...]) -> None:
             if "secretKeyRef" in e.get("valueFrom", {})
         }
         for variable in sorted(set(K8S_SECRETS) & settings_variables(service)):
-            secret, key, _, optional = K8S_SECRETS[variable]
-            assert from_secrets[variable] == {"name": secret, "key": key, "optional": optional}
+            ref = K8S_SECRETS[variable]
+            expected = {"name": ref.secret, "key": ref.key, "optional": ref.optional}
+            assert from_secrets[variable] == expected
 
 
 def pulled_models(rendered: tuple[Doc, ...]) -> list[str]:

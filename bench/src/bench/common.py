@@ -13,6 +13,7 @@ import signal
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -44,6 +45,17 @@ def _memory() -> str:
 def invocation(module: str) -> str:
     """The command line this benchmark was run with, as the results record it."""
     return shlex.join(["python", "-m", module, *sys.argv[1:]])
+
+
+def measured_with(prefix: str, module: str, model: str) -> dict[str, str]:
+    """What the figures a benchmark merges into a shared results file were measured with and
+    when, each key named ``<prefix>_…``."""
+    return {
+        f"{prefix}_command": invocation(module),
+        f"{prefix}_date": date.today().isoformat(),
+        f"{prefix}_machine": machine(),
+        f"{prefix}_model": model,
+    }
 
 
 def cache_dir() -> Path:

@@ -33,14 +33,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from bench.common import (
-    invocation,
-    machine,
-    read_results,
-    seeded_prefix,
-    start_long_run,
-    write_results,
-)
+from bench.common import measured_with, read_results, seeded_prefix, start_long_run, write_results
 from bench.compare import provenance
 from bench.metrics import percentile
 from bench.userqa import OUTPUT, by_kind_in_turn, load_corpus, userqa_parser
@@ -330,11 +323,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def provenance_figures(seconds: float) -> dict[str, Any]:
     """What the last invocation measured with and when."""
-    return {
-        "concurrency_command": invocation("bench.concurrency"),
-        "concurrency_date": date.today().isoformat(),
-        "concurrency_machine": machine(),
-        "concurrency_model": QWEN_CODER_1_5B.name,
+    return measured_with("concurrency", "bench.concurrency", QWEN_CODER_1_5B.name) | {
         "concurrency_seconds_last_invocation": round(seconds, 1),
         "model_slots_make_run": MODEL_SLOTS,
     }

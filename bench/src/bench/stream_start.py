@@ -18,13 +18,12 @@ import argparse
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import date
 from typing import Any
 
 import openai
 from openai.types.chat import ChatCompletionChunk
 
-from bench.common import cache_dir, invocation, machine, read_results, start_long_run, write_results
+from bench.common import cache_dir, measured_with, read_results, start_long_run, write_results
 from bench.compare import provenance
 from bench.comparison.services import ragloop_stack, shared_milvus
 from bench.docsqa import COLLECTION, OUTPUT, QUESTIONS, docs_corpus
@@ -198,12 +197,8 @@ def _cell(value: float | None) -> str:
 
 def provenance_figures() -> dict[str, str]:
     """What the figures were measured with and when."""
-    return {
-        "stream_command": invocation("bench.stream_start"),
-        "stream_commit": provenance()["commit"],
-        "stream_date": date.today().isoformat(),
-        "stream_machine": machine(),
-        "stream_model": DEFAULT_MODEL.name,
+    return measured_with("stream", "bench.stream_start", DEFAULT_MODEL.name) | {
+        "stream_commit": provenance()["commit"]
     }
 
 

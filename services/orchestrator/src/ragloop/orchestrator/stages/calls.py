@@ -71,6 +71,10 @@ def open_channel(
     )
 
 
+# How long, at most, the calls on a channel replaced after a renewal may still run.
+RETIRE_GRACE_S = 600.0
+
+
 class StageChannel:
     """The channel to a stage's replicas, opened again when its TLS files change: cert-manager
     renews a Secret's files in place, without restarting the orchestrator. The files are
@@ -84,7 +88,7 @@ class StageChannel:
         tls_files: ClientTlsFiles | None = None,
         *,
         check_s: float = RELOAD_CHECK_S,
-        retire_grace_s: float = 600.0,
+        retire_grace_s: float = RETIRE_GRACE_S,
     ) -> None:
         self._open_with = open_with
         self._files = tls_files
@@ -132,7 +136,7 @@ def open_stage_channel(
     connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
     tls_files: ClientTlsFiles | None = None,
     check_s: float = RELOAD_CHECK_S,
-    retire_grace_s: float = 600.0,
+    retire_grace_s: float = RETIRE_GRACE_S,
 ) -> StageChannel:
     """``open_channel``, opened again with the new certificates when ``tls_files`` change."""
     return StageChannel(

@@ -42,13 +42,14 @@ def remote_stages(settings: OrchestratorSettings) -> StageSet:
     breaker. Only safe calls are retried (see calls.py)."""
     tls_files = None
     if settings.stage_tls_ca_file or settings.stage_tls_cert_file or settings.stage_tls_key_file:
+        # Each stage's channel loads them when it opens, below: unusable files stop the
+        # orchestrator at once, naming the setting.
         tls_files = ClientTlsFiles(
             settings.stage_tls_ca_file,
             settings.stage_tls_server_name,
             cert_file=settings.stage_tls_cert_file,
             key_file=settings.stage_tls_key_file,
         )
-        tls_files.load()  # unusable files stop the orchestrator at once, naming the setting
     # What one client takes besides the common options: only the retriever has one.
     own_options: dict[Stage, dict[str, Any]] = {
         Stage.RETRIEVER: {"ingest_timeout_s": settings.ingest_timeout_s}
